@@ -1,0 +1,1 @@
+"""The zerotui command line (headless; imports the TUI only to open it)."""

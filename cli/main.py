@@ -1,0 +1,97 @@
+"""The ``zerotui`` command: the wizard with no arguments, headless subcommands otherwise.
+
+Each subcommand lives in ``cli/commands/<name>.py`` with ``add_arguments(parser)`` and ``run(args) -> int``
+and is imported only when chosen, so ``zerotui doctor`` never pays for textual and ``zerotui`` (the
+wizard) never pays for torch before it needs it.
+
+Every user mistake ends as one line on stderr and exit code 2; a traceback is a bug.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from typing import Optional, Sequence
+
+# name -> one-line help; the module is zerotui.cli.commands.<name with - as _>
+COMMANDS: dict[str, str] = {
+    "doctor": "report GPUs, RAM, disks, library versions, DeepSpeed ops and known pitfalls",
+    "estimate": "memory budget of a plan: GPU, CPU RAM and NVMe, with a breakdown",
+    "fit": "configurations that fit this machine, fastest first",
+    "export": "write ds_config.json and launch.sh for the plain deepspeed CLI",
+    "import": "turn an existing ds_config.json into a plan, with warnings",
+    "presets": "list the built-in and saved presets",
+    "train": "start a run (detached unless --foreground)",
+    "runs": "list runs with state, step, loss and age",
+    "attach": "open the dashboard on a live or finished run",
+    "stop": "stop a run gracefully with a checkpoint (--now: at once)",
+    "resume": "continue a run from its last complete checkpoint",
+    "merge": "LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face model",
+}
+
+EXIT_USAGE = 2
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse prints usage plus an error over several lines; users get one line that names the option."""
+
+    def error(self, message: str) -> "None":  # type: ignore[override]
+        sys.stderr.write(f"{self.prog}: {message} (see `{self.prog} --help`)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def _command_module(name: str):
+    return importlib.import_module(f"zerotui.cli.commands.{name.replace('-', '_')}")
+
+
+def build_parser(only: Optional[str] = None) -> OneLineParser:
+    """The parser; with ``only``, just that subcommand's arguments are loaded (fast start-up)."""
+    parser = OneLineParser(
+        prog="zerotui",
+        description="Plan, launch and watch DeepSpeed ZeRO fine-tunes. With no command, opens the wizard.",
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    parser.add_argument("--preset", metavar="NAME", help="open the wizard on the review of this preset")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
+    for name, help_ in COMMANDS.items():
+        p = sub.add_parser(name, help=help_, description=help_)
+        if only is None or only == name:
+            _command_module(name).add_arguments(p)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from zerotui.core.errors import ZeroTuiError
+
+    chosen = next((a for a in argv if a in COMMANDS), None)
+    # Help for the whole program imports every command's arguments; anything else only the chosen one.
+    only = None if (chosen is None and any(a in ("-h", "--help") for a in argv)) else chosen
+    parser = build_parser(only=only or "__none__")
+    args = parser.parse_args(argv)
+    try:
+        if args.version:
+            from importlib.metadata import version
+
+            print(f"zerotui {version('zerotui')}")
+            return 0
+        if args.command is None:
+            from zerotui.tui.launch import run_wizard
+
+            return run_wizard(preset=args.preset)
+        return int(_command_module(args.command).run(args) or 0)
+    except ZeroTuiError as err:
+        sys.stderr.write(f"zerotui: {err.one_line()}\n")
+        return err.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("zerotui: interrupted\n")
+        return 130
+    except BrokenPipeError:
+        # `zerotui runs | head` closes the pipe early: not an error worth a message.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""PLAN OPTIONS: one command-line option per Plan field, generated from the Plan itself.
+
+``--micro-batch 4`` sets ``micro_batch``; booleans get ``--x/--no-x``; lists take commas
+(``--lora-targets q_proj,v_proj``). A plan starts from ``--preset NAME`` or ``--plan FILE`` (or the
+defaults) and the options given override it. Only options actually given are applied, so a preset's
+values survive unless overridden.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import typing
+from pathlib import Path
+from typing import Any, Optional
+
+from zerotui.core.errors import PlanError
+from zerotui.core.plan import Plan, plan_from_dict
+
+# Fields that are not useful as flags (nested expert data has its own syntax below).
+_SKIP = {"ds_overrides", "description"}
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _unwrap_optional(tp: Any) -> Any:
+    if typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return tp
+
+
+def _comma_list(item_type: Any):
+    def parse(text: str) -> list:
+        items = [t.strip() for t in text.split(",") if t.strip()]
+        try:
+            return [item_type(t) for t in items]
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {item_type.__name__} values, got {text!r}")
+    return parse
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"not valid JSON ({err.msg})")
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("expected a JSON object like '{\"zero_optimization\": {...}}'")
+    return value
+
+
+def add_plan_options(parser: argparse.ArgumentParser, with_source: bool = True) -> None:
+    """Add --preset/--plan and one option per Plan field (all defaulting to 'not given')."""
+    if with_source:
+        src = parser.add_argument_group("plan source")
+        src.add_argument("--preset", dest="plan_preset", metavar="NAME",
+                         help="start from a built-in or saved preset (`zerotui presets` lists them)")
+        src.add_argument("--plan", dest="plan_file", metavar="FILE", type=Path,
+                         help="start from a plan .yaml file")
+    grp = parser.add_argument_group("plan options (override the preset or plan file)")
+    for name, info in Plan.model_fields.items():
+        if name in _SKIP:
+            continue
+        public = info.alias or name
+        flag = _flag(public)
+        dest = f"plan__{name}"
+        help_ = info.description or ""
+        tp = _unwrap_optional(info.annotation)
+        origin = typing.get_origin(tp)
+        kwargs: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": help_}
+        if tp is bool:
+            grp.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
+            continue
+        if origin is typing.Literal:
+            choices = list(typing.get_args(tp))
+            kwargs["choices"] = choices
+            kwargs["metavar"] = "|".join(str(c) for c in choices)
+        elif origin is list:
+            (item,) = typing.get_args(tp)
+            kwargs["type"] = _comma_list(item)
+            kwargs["metavar"] = "A,B,..."
+        elif tp in (int, float):
+            kwargs["type"] = tp
+            kwargs["metavar"] = "N" if tp is int else "X"
+        elif tp is Path:
+            kwargs["type"] = Path
+            kwargs["metavar"] = "PATH"
+        else:
+            kwargs["type"] = str
+            kwargs["metavar"] = name.upper()
+        if name == "stage":
+            kwargs["choices"] = [0, 1, 2, 3]
+            kwargs["metavar"] = "0|1|2|3"
+        grp.add_argument(flag, **kwargs)
+    grp.add_argument("--ds-overrides", dest="plan__ds_overrides", type=_json_object, default=argparse.SUPPRESS,
+                     metavar="JSON", help="JSON object merged last into the generated ds_config.json")
+
+
+def plan_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The plan fields given on the command line, by their file names."""
+    out = {}
+    for key, value in vars(args).items():
+        if key.startswith("plan__"):
+            name = key[len("plan__"):]
+            info = Plan.model_fields[name]
+            out[info.alias or name] = value
+    return out
+
+
+def plan_from_args(args: argparse.Namespace, positional: Optional[str] = None) -> Plan:
+    """Build the Plan: preset / plan file / positional PRESET|PLAN.yaml, then the options on top."""
+    from zerotui.core.presets import load_preset
+
+    base: Optional[Plan] = None
+    preset = getattr(args, "plan_preset", None)
+    plan_file = getattr(args, "plan_file", None)
+    given = [s for s in (preset, plan_file, positional) if s]
+    if len(given) > 1:
+        raise PlanError("give one of --preset, --plan or a PRESET|PLAN.yaml argument, not several",
+                        "pick one starting point; options then override it")
+    source = ""
+    if preset:
+        base, source = load_preset(preset), f"preset {preset}"
+    elif plan_file:
+        base, source = load_preset(str(plan_file)), str(plan_file)
+    elif positional:
+        base, source = load_preset(positional), positional
+    data = base.to_dict() if base else {}
+    data.update(plan_overrides(args))
+    return plan_from_dict(data, f"{source} + command-line options" if source else "command-line options")

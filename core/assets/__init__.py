@@ -1,0 +1,1 @@
+"""Files shipped with the core: the sample dataset and the built-in tiny tokenizer."""

@@ -1,0 +1,70 @@
+"""Writing files that other processes read: whole or not at all.
+
+A reader (the dashboard, ``zerotui runs``, a resumed worker) must never see half a file, and a full
+disk or a crash mid-write must leave the previous version intact.
+"""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+
+def atomic_write_bytes(path: Path | str, data: bytes, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
+
+    On any error (ENOSPC included) the temporary file is removed and ``path`` keeps its old content.
+    The file gets the permissions a plain ``open(path, 'w')`` would (the user's umask), not mkstemp's 0600.
+    """
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def atomic_write_text(path: Path | str, text: str, fsync: bool = True) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+def atomic_write_json(path: Path | str, obj: Any, fsync: bool = True) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, default=str) + "\n", fsync=fsync)
+
+
+def create_exclusive_text(path: Path | str, text: str) -> None:
+    """Write a new file, failing with FileExistsError if ``path`` exists (never a silent overwrite).
+
+    The content goes to a temporary file first and is linked into place, so the name never points to a
+    half-written file.
+    """
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.link(tmp, target)  # atomic, and fails if the target exists
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass

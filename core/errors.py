@@ -1,0 +1,48 @@
+"""Typed errors. Every failure a user can cause is one of these: a message naming what is wrong and a
+hint saying what would work. The CLI prints them as one line and exits 2; the TUI shows them inline."""
+from __future__ import annotations
+
+
+class ZeroTuiError(Exception):
+    """A problem the user can fix. ``message`` names what is wrong, ``hint`` what would work."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, hint: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def one_line(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+    def __str__(self) -> str:  # so logging and f-strings show the hint too
+        return self.one_line()
+
+
+class PlanError(ZeroTuiError):
+    """A plan (YAML file, CLI options or wizard answers) that is malformed or self-contradictory."""
+
+
+class PresetError(ZeroTuiError):
+    """A preset that cannot be found, read or saved."""
+
+
+class ModelError(ZeroTuiError):
+    """A model that cannot be found or understood."""
+
+
+class DataError(ZeroTuiError):
+    """A dataset that cannot be read or has nothing usable in it."""
+
+
+class HardwareError(ZeroTuiError):
+    """The machine lacks what the plan needs (a GPU, RAM, a writable NVMe path, ...)."""
+
+
+class RunError(ZeroTuiError):
+    """A run directory that is missing, malformed, or in the wrong state for the request."""
+
+
+class ConfigImportError(ZeroTuiError):
+    """A ds_config.json that cannot be turned into a plan."""

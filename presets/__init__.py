@@ -1,0 +1,1 @@
+"""Built-in presets (YAML plans) shipped with zerotui."""

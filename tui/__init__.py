@@ -1,0 +1,1 @@
+"""zerotui's terminal UI (Textual). Imports textual; the core never imports this package."""

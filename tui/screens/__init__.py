@@ -1,0 +1,1 @@
+"""Wizard and dashboard screens, one per file."""

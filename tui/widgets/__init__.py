@@ -1,0 +1,1 @@
+"""Reusable widgets: budget bar, charts, stat panel, run log, path picker."""
