@@ -19,6 +19,8 @@ class GpuInfo:
     pcie_gen: Optional[int] = None
     pcie_width: Optional[int] = None
     power_limit_w: Optional[float] = None
+    nvml_index: Optional[int] = None     # NVML's (PCI bus order) index; ``index`` is the CUDA ordinal
+    error: str = ""                      # NVML queries that failed for this GPU (their fields are defaults)
 
 
 @dataclass
@@ -31,6 +33,7 @@ class DiskInfo:
     nvme: bool = False                   # the block device is an NVMe drive
     rotational: Optional[bool] = None    # True for spinning disks; None when unknown
     writable: bool = True
+    other_mountpoints: list[str] = field(default_factory=list)  # bind mounts of the same filesystem
 
 
 @dataclass
@@ -50,6 +53,9 @@ class Hardware:
     cuda_driver_version: str = ""
     nvml_error: str = ""                 # why no GPU was seen, when NVML failed
     in_container: bool = False
+    ram_host_bytes: int = 0              # RAM of the machine; ram_total_bytes is less under a cgroup limit
+    cgroup_memory_limit_bytes: Optional[int] = None
+    notes: list[str] = field(default_factory=list)  # what could not be read, and other caveats
     source: str = "detected"             # detected | stated | fake
 
     @property

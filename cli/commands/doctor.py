@@ -1,14 +1,51 @@
-"""`zerotui doctor` — not yet available (its issue has not landed)."""
+"""`zerotui doctor [--json]`: what this machine has, which versions are installed, whether DeepSpeed can
+build its ops, and the known pitfalls found, each with its fix.
+
+Exit code 0 when nothing would stop training, 1 when an error-level problem was found (so scripts and
+CI can gate on it), 2 for bad arguments like every other command.
+"""
 from __future__ import annotations
 
 import argparse
+import json
+import shutil
+import sys
 
-from zerotui.core.errors import ZeroTuiError
+from zerotui.core.errors import PlanError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print one JSON object (stable keys) instead of text")
+    parser.add_argument("--no-software", action="store_true",
+                        help="skip importing torch and DeepSpeed (hardware and environment checks only; fast)")
+    parser.add_argument("--no-disks", action="store_true", help="do not list mounted disks")
+    parser.add_argument("--write-test", metavar="DIR",
+                        help="also measure sequential write speed in DIR (e.g. your --nvme-path)")
+    parser.add_argument("--write-size", metavar="SIZE", default="256MiB",
+                        help="how much the write test writes (default 256MiB)")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui doctor` is not yet available in this version", "see README.md for what works today")
+    from zerotui.core.doctor import collect, render_text
+    from zerotui.core.hardware import detect, measure_write, parse_size
+
+    write_size = parse_size(args.write_size, "--write-size")
+    if write_size <= 0:
+        raise PlanError("--write-size: the write test needs at least one byte", "e.g. --write-size 256MiB")
+    report = collect(probe_software=not args.no_software, hardware=detect(probe_disks=not args.no_disks))
+    if args.write_test:
+        probe = measure_write(args.write_test, write_size)  # HardwareError -> one line, exit 2
+        report["write_test"] = {"path": args.write_test, "bytes_per_s": probe.bytes_per_s, "direct": probe.direct,
+                                "size_bytes": probe.size_bytes, "seconds": probe.seconds}
+    if args.json:
+        json.dump(report, sys.stdout, indent=2, sort_keys=False)
+        sys.stdout.write("\n")
+    else:
+        width = max(60, min(shutil.get_terminal_size((80, 24)).columns, 100))
+        text = render_text(report, width=width)
+        if args.write_test:
+            w = report["write_test"]
+            text += (f"Write test: {w['bytes_per_s'] / 1e9:.2f} GB/s to {w['path']} "
+                     f"({'O_DIRECT' if w['direct'] else 'buffered + fsync'}, {w['size_bytes'] >> 20} MiB)\n")
+        sys.stdout.write(text)
+    return 0 if report["ok"] else 1
