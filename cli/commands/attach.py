@@ -1,14 +1,31 @@
-"""`zerotui attach` — not yet available (its issue has not landed)."""
+"""`zerotui attach [RUN]`: the dashboard on a run, live or finished (default: the newest live run).
+
+The worker never depends on this process: quitting (d, or a dropped SSH connection) leaves the run
+training, and a later `zerotui attach` shows its whole history from events.jsonl."""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-from zerotui.core.errors import ZeroTuiError
+from zerotui.core.errors import RunError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("run", nargs="?", metavar="RUN",
+                        help="run folder, name, or a unique part of it (default: the newest live run, "
+                             "else the newest run)")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR",
+                        help="where the runs are (default: the user data folder, or ZEROTUI_RUNS_DIR)")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui attach` is not yet available in this version", "see README.md for what works today")
+    from zerotui.core.runs import resolve_run
+
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise RunError(f"`zerotui attach` needs a terminal (found run {paths.name})",
+                       "run it in a terminal or tmux; `zerotui runs` prints the state without one")
+    from zerotui.tui.launch import run_attach
+
+    return run_attach(paths)

@@ -1,14 +1,32 @@
-"""`zerotui merge` — not yet available (its issue has not landed)."""
+"""`zerotui merge RUN -o DIR`: LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face
+model folder that ``AutoModelForCausalLM.from_pretrained(DIR)`` loads."""
 from __future__ import annotations
 
 import argparse
-
-from zerotui.core.errors import ZeroTuiError
+import json
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("run", metavar="RUN", help="run folder, name, or unique part of a name (`zerotui runs`)")
+    parser.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+                        help="new (or empty) folder for the model; never overwritten")
+    parser.add_argument("--checkpoint", metavar="TAG",
+                        help="merge this checkpoint (step120, 120 or latest) instead of final/")
+    parser.add_argument("--dtype", choices=["bf16", "fp16", "fp32"],
+                        help="weights' number format (default: the run's training precision)")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where runs live (default: the user data folder)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui merge` is not yet available in this version", "see README.md for what works today")
+    from zerotui.core.merge import merge_run
+    from zerotui.core.runs import resolve_run
+
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
+    out = merge_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype)
+    if args.json:
+        print(json.dumps({"run": str(paths.root), "output": str(out)}))
+    else:
+        print(f"merged {paths.name} → {out}")
+    return 0

@@ -1,14 +1,25 @@
-"""`zerotui presets` — not yet available (its issue has not landed)."""
+"""`zerotui presets [--json]`: the built-in and saved presets, with where each lives and what it is for."""
 from __future__ import annotations
 
 import argparse
-
-from zerotui.core.errors import ZeroTuiError
+import json
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print [{name, where, path, description}] as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui presets` is not yet available in this version", "see README.md for what works today")
+    from zerotui.core.presets import list_presets, user_presets_dir
+
+    presets = list_presets()
+    if args.json:
+        print(json.dumps([{"name": p.name, "where": p.where, "path": str(p.path), "description": p.description}
+                          for p in presets], indent=2))
+        return 0
+    width = max((len(p.name) for p in presets), default=4)
+    for p in presets:
+        print(f"{p.name:<{width}}  {p.where:<8}  {p.description}")
+    print(f"\nsaved presets live in {user_presets_dir()} (ZEROTUI_PRESETS_DIR overrides); "
+          "use one with `zerotui train NAME` or `zerotui export NAME -o DIR`")
+    return 0

@@ -1,14 +1,35 @@
-"""`zerotui resume` — not yet available (its issue has not landed)."""
+"""`zerotui resume RUN`: continue a stopped, failed or lost run from its last complete checkpoint."""
 from __future__ import annotations
 
 import argparse
-
-from zerotui.core.errors import ZeroTuiError
+import sys
+from pathlib import Path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("run", metavar="RUN", help="run folder, name, or a unique part of the name")
+    parser.add_argument("--foreground", action="store_true", help="stay attached and print steps until it ends")
+    parser.add_argument("--force", action="store_true",
+                        help="resume even when the memory estimate says the plan does not fit")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+    parser.add_argument("--json", action="store_true", help="print {run, path, pid} as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui resume` is not yet available in this version", "see README.md for what works today")
+    from zerotui.cli.commands.train import print_started
+    from zerotui.cli.run_follow import events_end, follow_run
+    from zerotui.core.launch import last_checkpoint_step, resume_run
+    from zerotui.core.runs import resolve_run
+
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
+    offset = events_end(paths)
+    step = last_checkpoint_step(paths)
+    paths = resume_run(paths, force=args.force)
+    if not args.json:
+        print(f"continuing from the checkpoint at step {step}" if step is not None
+              else "no complete checkpoint yet: the run starts again from step 0")
+    if args.foreground:
+        sys.stdout.flush()
+        return follow_run(paths, offset)
+    print_started(paths, True, args.json)
+    return 0

@@ -1,14 +1,101 @@
-"""`zerotui runs` — not yet available (its issue has not landed)."""
+"""`zerotui runs [--json] [--all]`: the runs with state, step, loss, speed, start and duration."""
 from __future__ import annotations
 
 import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
 
-from zerotui.core.errors import ZeroTuiError
+from zerotui.core.events import as_float
+
+DEFAULT_SHOWN = 20  # without --all: live runs plus the newest others, up to this many
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("--json", action="store_true", help="print a JSON list, one object per run")
+    parser.add_argument("--all", action="store_true", help=f"list every run (default: the newest {DEFAULT_SHOWN})")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+
+
+def _duration(seconds: Any) -> str:
+    if not isinstance(seconds, (int, float)) or seconds < 0:
+        return "-"
+    s = int(seconds)
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m" if s < 86400 else f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def run_record(summary: Any, now: float) -> dict[str, Any]:
+    """What `runs --json` prints for one run: the status the worker last wrote, read back plainly."""
+    st = summary.status
+    started = as_float(st.get("started"))
+    beat = as_float(st.get("heartbeat"))
+    end = as_float(st.get("finished")) or (now if summary.live else beat)
+    rec = {
+        "name": summary.name, "path": str(summary.paths.root), "state": summary.state,
+        "step": st.get("step"), "total_steps": st.get("total_steps"), "loss": as_float(st.get("loss")),
+        "tokens_per_s": as_float(st.get("tokens_per_s")), "started": started,
+        "duration_s": round(end - started, 1) if started and end else None,
+        "heartbeat": beat, "heartbeat_age_s": round(now - beat, 1) if beat else None,
+        "pid": st.get("pid"), "phase": st.get("phase"), "reason": st.get("reason"),
+        "checkpoint_step": st.get("checkpoint_step"),
+    }
+    if summary.state == "lost":
+        ram = as_float(st.get("ram_fraction"))
+        rec["note"] = (f"host RAM was at {ram:.0%} at the last heartbeat: probably ended by the OOM killer"
+                       if ram is not None and ram >= 0.9 else "worker gone without finishing (killed or crashed)")
+    return rec
+
+
+def _state_cell(rec: dict[str, Any]) -> str:
+    if rec["state"] == "lost":
+        age = rec.get("heartbeat_age_s")
+        return f"lost ({_duration(age)} ago)" if age is not None else "lost"
+    return rec["state"]
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui runs` is not yet available in this version", "see README.md for what works today")
+    from zerotui.core.runs import default_runs_dir, list_runs
+
+    base = args.runs_dir or default_runs_dir()
+    runs = list_runs(base)
+    if not args.all and len(runs) > DEFAULT_SHOWN:
+        live = [r for r in runs if r.live]
+        rest = [r for r in runs if not r.live][: max(0, DEFAULT_SHOWN - len(live))]
+        hidden = len(runs) - len(live) - len(rest)
+        runs = [r for r in runs if r in live or r in rest]
+    else:
+        hidden = 0
+    now = time.time()
+    records = [run_record(r, now) for r in runs]
+    if args.json:
+        print(json.dumps(records, indent=2))
+        return 0
+    if not records:
+        print(f"no runs in {base} (start one with `zerotui train PRESET`)")
+        return 0
+    rows = [("RUN", "STATE", "STEP", "LOSS", "TOK/S", "STARTED", "DURATION")]
+    for rec in records:
+        step = "-" if rec["step"] is None else str(rec["step"])
+        if rec["total_steps"]:
+            step += f"/{rec['total_steps']}"
+        rows.append((
+            rec["name"], _state_cell(rec), step,
+            "-" if rec["loss"] is None else f"{rec['loss']:.4f}",
+            "-" if rec["tokens_per_s"] is None else f"{rec['tokens_per_s']:,.0f}",
+            time.strftime("%Y-%m-%d %H:%M", time.localtime(rec["started"])) if rec["started"] else "-",
+            _duration(rec["duration_s"]),
+        ))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+    for rec in records:
+        if rec["state"] == "failed" and rec.get("reason"):
+            print(f"  {rec['name']}: {rec['reason']}")
+        elif rec["state"] == "lost":
+            print(f"  {rec['name']}: {rec['note']}; `zerotui resume {rec['name']}` continues it")
+    if hidden:
+        print(f"({hidden} older runs not shown; --all lists them)")
+    return 0

@@ -1,14 +1,73 @@
-"""`zerotui stop` — not yet available (its issue has not landed)."""
+"""`zerotui stop [RUN] [--now] [--wait]`: ask a run's worker to stop, and print its acknowledgement."""
 from __future__ import annotations
 
 import argparse
+import os
+import time
+from pathlib import Path
 
-from zerotui.core.errors import ZeroTuiError
+from zerotui.core.errors import RunError
+
+ACK_TIMEOUT_S = 20.0  # the worker polls control.jsonl every 0.25 s, from its first second on
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    parser.add_argument("run", nargs="?", metavar="RUN",
+                        help="run folder, name, or a unique part of it (default: the newest live run)")
+    parser.add_argument("--now", action="store_true",
+                        help="stop at the next step without saving a checkpoint")
+    parser.add_argument("--wait", action="store_true", help="wait until the run has ended")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+
+
+def _ago(t: object) -> str:
+    if not isinstance(t, (int, float)) or not t:
+        return "never"
+    s = max(0, time.time() - float(t))
+    return f"{s:.0f} s ago" if s < 120 else (f"{s / 60:.0f} min ago" if s < 7200 else f"{s / 3600:.1f} h ago")
 
 
 def run(args: argparse.Namespace) -> int:
-    raise ZeroTuiError("`zerotui stop` is not yet available in this version", "see README.md for what works today")
+    from zerotui.cli.run_follow import EventCursor, events_end, finished_exit_code, format_event
+    from zerotui.core.runs import read_status, resolve_run, run_state, send_control
+
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
+    state = run_state(paths)
+    if not args.run and state in ("completed", "stopped", "failed", "lost"):
+        raise RunError(f"no live run to stop; the newest, {paths.name}, is {state}",
+                       "`zerotui runs` lists the runs")
+    if state in ("completed", "stopped", "failed"):
+        raise RunError(f"run {paths.name} has already {'ended: ' + state if state != 'failed' else 'failed'}",
+                       "`zerotui runs` lists the runs; `zerotui resume RUN` continues a stopped one")
+    if state == "lost":
+        beat = read_status(paths).get("heartbeat")
+        raise RunError(f"run {paths.name} is lost: its worker is gone (last heartbeat {_ago(beat)})",
+                       f"nothing to stop; `zerotui resume {paths.name}` continues it from its last checkpoint")
+    cursor = EventCursor(paths, events_end(paths))
+    command = "stop-now" if args.now else "stop"
+    entry = send_control(paths, command, by=f"zerotui stop (pid {os.getpid()})")
+    ack = cursor.wait_for(lambda e: (e.get("type") == "control_ack" and e.get("id") == entry["id"])
+                          or e.get("type") == "run_finished", ACK_TIMEOUT_S)
+    if ack is None:
+        print(f"sent {command} to {paths.name}; no acknowledgement within {ACK_TIMEOUT_S:.0f} s "
+              f"(the worker reads it when it next looks; see {paths.log})")
+        return 1
+    if ack.get("type") == "lost":
+        return finished_exit_code(paths, ack)
+    print(f"{paths.name}: {format_event(ack)}")
+    if ack.get("type") == "run_finished":
+        return finished_exit_code(paths, ack)
+    if not ack.get("ok"):
+        return 1
+    if not args.wait:
+        return 0
+
+    def show(ev: dict) -> None:
+        if ev.get("type") in ("checkpoint", "alert"):
+            print(f"{paths.name}: {format_event(ev)}", flush=True)
+
+    end = cursor.wait_for(lambda e: e.get("type") == "run_finished", None, show)
+    assert end is not None
+    if end.get("type") == "run_finished":
+        print(f"{paths.name}: {format_event(end)}")
+    return finished_exit_code(paths, end)

@@ -1,0 +1,117 @@
+"""Activation memory of a Hugging Face decoder (Llama / Mistral / Qwen2 layout), per token.
+
+Counted the way autograd keeps tensors for backward, op by op, in a decoder layer:
+
+    RMSNorm: x.to(fp32) is kept (4h: pow and the product need it) and, when the norm's weight trains,
+             the normalised 16-bit value (p·h) for the weight's gradient.
+    q/k/v/o, gate/up/down: a trainable Linear keeps its input (p·in); a frozen one keeps nothing.
+    rotary:  q·cos + rotate(q)·sin keeps only cos/sin (shared, negligible).
+    SDPA (flash / memory-efficient): q, k, v, the output (p·(2h + 2h_kv)) and the fp32 logsumexp (4·heads).
+    eager:   q, repeated k and v, the fp32 softmax (4·heads·s), its 16-bit copy (p·heads·s) and
+             the re-laid-out output (4·p·h in all).
+    SwiGLU:  silu keeps gate (p·I); the product keeps silu(gate) and up (2p·I).
+    LoRA:    per adapted Linear, dropout keeps its mask (1 byte per element on CUDA, where the fused
+             kernel keeps a bool mask; p bytes on the CPU) and its output (p·in) for lora_A, and
+             lora_B keeps lora_A's output (p·r); with dropout 0 lora_A keeps the (shared) input itself.
+    checkpointing (one checkpoint per decoder layer, non-reentrant): only the layer input (p·h).
+
+For a full fine-tune in 16 bits this is s·b·(20h + 4h_kv + 8I + 4·heads) bytes per layer, plus 8h per
+token after the last layer (final norm and the head's input). benchmarks/results/estimator-*.json
+checks it on an H200 (full, LoRA, checkpointing, eager, fp32, GQA and MHA shapes): these terms match
+the measured saved memory to within 1%.
+
+Logits: the loss (transformers ForCausalLMLoss) upcasts the logits (b·s·V) to fp32 and takes
+log_softmax; forward peaks at p + 4 + 4 bytes per logit (16-bit logits, fp32 copy, log-probabilities;
+p + 4 in fp32, where the upcast is a no-op), keeps 4 (log-probabilities) after the loss, and backward
+adds two fp32 gradients (8) on top: measured exactly on every row of the H200 sweep.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ATTN_IN = ("q_proj", "k_proj", "v_proj")
+MLP_IN = ("gate_proj", "up_proj")
+
+
+@dataclass(frozen=True)
+class LoraShape:
+    """Which modules carry adapters (names), rank and dropout: all activation memory needs."""
+
+    targets: frozenset[str]
+    r: int
+    dropout: float
+    mask_bytes: int = 1     # dropout mask per element: 1 on CUDA (bool), the input's size on the CPU
+
+
+def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
+                          first_layer_input_frozen: bool = False, frozen_keeps_input: bool = False) -> float:
+    """Bytes kept for backward by one decoder layer, per token, without checkpointing.
+
+    ``frozen_keeps_input``: ZeRO-3 replaces torch.nn.functional.linear with its own autograd function
+    (deepspeed/runtime/zero/linear.py, LinearFunctionForZeroStage3; ``memory_efficient_linear`` is on
+    by default and the patch persists for the process), which keeps every Linear's input, frozen or
+    not: LoRA under stage 3 keeps the inputs of its frozen base layers too (measured: +p·(2h + I))."""
+    h, hkv, inter, heads = spec.hidden_size, spec.kv_size, spec.intermediate_size, spec.num_heads
+    full = lora is None
+    norm = 4 * h + (p * h if full else 0)
+    norm_first = 0.0 if first_layer_input_frozen else norm  # LoRA: nothing upstream needs a gradient
+    if attention == "eager":
+        attn = 4 * p * h + (4 + (p if p < 4 else 0)) * heads * seq_len
+    else:  # sdpa / flash: q, k, v, out + fp32 logsumexp
+        attn = p * (2 * h + 2 * hkv) + 4 * heads
+    if full:
+        attn_in = p * h                       # q/k/v share their input
+        mlp = p * h + 4 * p * inter           # gate/up input, silu(gate), gate, up, down's input
+        return norm_first + norm + attn_in + attn + mlp
+    # LoRA: frozen base weights keep nothing of their own (unless ZeRO-3's linear keeps their input);
+    # adapters keep what lora_A and lora_B need.
+    t = lora.targets
+    kept = p * (2 * h + inter) if frozen_keeps_input else 0.0   # q/k/v input, gate/up input, down input
+    extra = 0.0
+    for names, width, kept_already in ((ATTN_IN, h, frozen_keeps_input), (MLP_IN, h, frozen_keeps_input),
+                                       (("down_proj",), inter, frozen_keeps_input),
+                                       (("o_proj",), h, True)):   # SDPA keeps o_proj's input anyway
+        hit = [n for n in names if n in t]
+        if not hit:
+            continue
+        if lora.dropout > 0:
+            masks = 0 if (first_layer_input_frozen and names is ATTN_IN) else len(hit) * width * lora.mask_bytes
+            extra += masks + len(hit) * (p * width + p * lora.r)
+        else:
+            extra += (0 if kept_already else p * width) + len(hit) * p * lora.r
+    mlp = 3 * p * inter                       # silu keeps gate; the product keeps silu(gate) and up
+    return norm_first + norm + attn + mlp + kept + extra
+
+
+def model_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
+                          grad_ckpt: bool, frozen_keeps_input: bool = False) -> float:
+    """Saved activation bytes per token for the whole decoder stack and the final norm / head input."""
+    h, layers = spec.hidden_size, spec.num_layers
+    if lora is None:
+        final = 4 * h + 2 * p * h             # final norm (fp32 input + normalised) and the head's input
+    else:
+        final = 4 * h + (p * h if frozen_keeps_input else 0)
+    if grad_ckpt:
+        return layers * p * h + final
+    per = layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input)
+    if lora is not None and layers:
+        first = layer_bytes_per_token(spec, p, attention, seq_len, lora, first_layer_input_frozen=True,
+                                      frozen_keeps_input=frozen_keeps_input)
+        return first + (layers - 1) * per + final
+    return layers * per + final
+
+
+def recompute_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
+                              frozen_keeps_input: bool = False) -> float:
+    """With checkpointing, backward rebuilds one layer's activations and its gradients at a time:
+    the layer's saved tensors plus the widest gradients in flight (the MLP's, 3p·I, and two p·h)."""
+    return (layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input)
+            + 3 * p * spec.intermediate_size + 2 * p * spec.hidden_size)
+
+
+def logits_bytes(tokens: int, vocab: int, p: int) -> dict[str, float]:
+    """Loss-related bytes for ``tokens`` tokens: kept after forward, forward peak, backward peak."""
+    tv = float(tokens) * vocab
+    fwd_extra = (p + 4) if p < 4 else 4
+    return {"kept": 4 * tv, "forward_peak": 4 * tv + fwd_extra * tv, "backward_peak": 12 * tv,
+            "grad_logits": p * tv}

@@ -1,0 +1,44 @@
+"""Numbers the estimator takes from measurement rather than from DeepSpeed's source.
+
+Each one was read off the H200 sweeps in benchmarks/results/estimator-2026-11-29.json (NVIDIA H200,
+torch 2.11 + CUDA 13, DeepSpeed 0.19.8, transformers 5.17); benchmarks/estimator/report.py prints the
+rows they come from. They describe the software stack more than the GPU, and are the estimator's
+least portable part: docs/estimator.md says which ones to re-measure on another stack.
+"""
+from __future__ import annotations
+
+GIB = 2**30
+
+#: nvidia-smi's used memory minus PyTorch's peak reserved, on every row: CUDA context, kernels, cuBLAS
+#: workspaces and the NCCL communicator of one process (1.89-2.28 GiB measured; the larger value after
+#: a stage-3 engine had run in the same process).
+CUDA_CONTEXT_BYTES = int(2.0 * GIB)
+
+#: PyTorch's caching allocator reserves more than it hands out: freed blocks of other sizes cannot
+#: serve a new large request. Fitted on the rows that ran in a fresh process (reserved − allocated
+#: 1.9-9.1 GiB): the margin is the largest of a share of the peak, a share of the loss's fp32
+#: transients (12 bytes per logit, blocks of 4 bytes per logit that fit no freed activation block),
+#: and a share of what the first optimizer step creates (Adam moments and fp32 gradients, allocated
+#: after activations have cut the cache into layer-sized pieces), with a floor. The first-step shares
+#: were raised after sweep 2 (0.5 for every stage before): a-s0-mb4-ga4 reserved 7.4 GiB over its
+#: allocation and the budget had been 5% short of nvidia-smi there (docs/estimator.md).
+FRAGMENTATION_FRACTION = 0.15
+FRAGMENTATION_LOGITS_SHARE = 0.55
+FRAGMENTATION_FIRST_STEP_SHARE = 0.65
+FRAGMENTATION_STAGE0_STEP_SHARE = 0.95
+FRAGMENTATION_MIN_BYTES = int(2.0 * GIB)
+
+#: Worker RSS before the model exists: Python, torch, CUDA, DeepSpeed, transformers imported and the
+#: process group up (0.92 GiB); after deepspeed.initialize (1.44 GiB: NCCL, JIT op libraries).
+HOST_BASE_BYTES = int(1.03 * GIB)
+HOST_BASE_AFTER_INIT_BYTES = int(1.44 * GIB)
+
+#: DeepSpeedCPUAdam's own host memory on top of the states it holds (thread pools, its library),
+#: measured as the remainder on the four CPU-offload rows (0.54-0.76 GiB).
+CPU_ADAM_EXTRA_BYTES = int(0.6 * GIB)
+
+#: GPU memory of an optimizer-offload engine beyond weights and the gradient staging buffer
+#: (gradient-norm and bucket bookkeeping): 0.06 GiB on both CPU-offload rows.
+OFFLOAD_GPU_EXTRA_BYTES = int(0.0625 * GIB)
+
+#: The first decoder-layer steps take longer on a fresh process; timings use steps after the first.

@@ -1,0 +1,396 @@
+"""The process that owns one run: ``python -m zerotui.core.worker RUN_DIR [--resume]``.
+
+It is started detached (its own session, stdio to ``worker.log``) by ``core/launch.py``, so a dropped SSH
+connection or a closed TUI never stops training. The training loop (``engine.train``) runs in a
+background thread; the main thread owns everything that must keep working while a step takes minutes:
+
+- signals: SIGTERM / SIGINT ask for a graceful stop (checkpoint, then end), a second one for a stop at
+  the next step, a third ends the process at once; SIGHUP is ignored (a terminal going away is not a
+  request to stop);
+- ``control.jsonl``: stop, stop-now, pause, resume, checkpoint, each acknowledged by a ``control_ack``
+  event;
+- ``status.json``: the heartbeat, rewritten atomically every ~2 s;
+- telemetry (``telemetry`` events) and the stall / host-RAM alerts.
+
+Whatever happens, exactly one ``run_finished`` event ends the stream and status.json holds the final
+state. Exit code 0 for completed or stopped runs, 1 for failed ones. Only rank 0 writes events and
+status; other ranks (the DeepSpeed launcher starts one worker per GPU) only train and obey signals.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from .control import ControlState
+from .events import EventWriter
+from .runs import HEARTBEAT_S, RunPaths, read_control, read_status, write_status
+from .worker_monitor import RamWatch, RunTracker, StallWatch, describe_failure
+
+#: Seconds between telemetry events; ZEROTUI_TELEMETRY_S overrides it (0 turns telemetry off, which is
+#: how benchmarks/worker_overhead.py measures its cost).
+TELEMETRY_S = 5.0
+#: How often the main thread looks at control.jsonl: an acknowledgement arrives within this.
+CONTROL_POLL_S = 0.25
+
+TrainFn = Callable[..., Any]
+
+
+def _telemetry_interval() -> float:
+    try:
+        return max(0.0, float(os.environ.get("ZEROTUI_TELEMETRY_S", TELEMETRY_S)))
+    except ValueError:
+        return TELEMETRY_S
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def single_process_env() -> None:
+    """Started without the DeepSpeed launcher (one process): give torch.distributed what it expects."""
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return
+    os.environ.setdefault("RANK", "0")
+    os.environ.setdefault("LOCAL_RANK", "0")
+    os.environ.setdefault("WORLD_SIZE", "1")
+    os.environ.setdefault("LOCAL_WORLD_SIZE", "1")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+
+
+def _engine_train() -> TrainFn:
+    from .engine import train  # imports torch, transformers, deepspeed: seconds, hence its own phase
+
+    return train
+
+
+class Worker:
+    def __init__(self, paths: RunPaths, resume: bool = False, rank: int = 0,
+                 train_fn: Optional[TrainFn] = None) -> None:
+        self.paths = paths
+        self.resume = resume
+        self.rank = rank
+        self.train_fn = train_fn
+        self.control = ControlState()
+        self.tracker = RunTracker()
+        self.plan: Any = None
+        self.hardware: Any = None
+        self.writer: Optional[EventWriter] = None
+        previous = read_status(paths)
+        # The run's start survives resumes (for `zerotui runs`' duration); this worker's start is separate.
+        self.started = float(previous.get("started") or time.time())
+        self.worker_started = time.time()
+        self._launched = float(previous.get("launched") or 0.0)
+        self.result: Any = None
+        self.error: Optional[BaseException] = None
+        self.thread: Optional[threading.Thread] = None
+        self._signals = 0
+        self._signal_names: list[str] = []
+        self._finish_lock = threading.Lock()
+        self._finished = False
+        self._control_offset = 0
+        self._seen_ids: set[str] = set()
+
+    # -- events -----------------------------------------------------------------------------------
+    def emit(self, type_: str, **fields: Any) -> None:
+        """What the engine gets: one event to events.jsonl (rank 0), and the tracker learns from it."""
+        if type_ == "run_finished":
+            return  # the worker writes the one run_finished, from the loop's result
+        self.tracker.observe(type_, fields)
+        if self.writer is not None:
+            self.writer.emit(type_, **fields)
+
+    def _status(self, state: str, **extra: Any) -> None:
+        if self.rank != 0:
+            return
+        t = self.tracker
+        write_status(self.paths, pid=os.getpid(), pids=[os.getpid()], state=state, phase=t.phase,
+                     step=t.step, total_steps=t.total_steps, epoch=t.epoch, loss=t.loss,
+                     tokens_per_s=t.tokens_per_s, checkpoint_step=t.last_checkpoint_step,
+                     ram_fraction=t.ram_fraction, started=self.started, launched=self._launched,
+                     worker_started=self.worker_started,
+                     resumed=self.resume, **extra)
+
+    def live_state(self) -> str:
+        if self.control.stopping:
+            return "stopping"
+        if self.control.paused:
+            return "paused"
+        return "running" if self.tracker.training else "starting"
+
+    # -- signals ----------------------------------------------------------------------------------
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        # Only flags here: the main thread may hold the event writer's lock when the signal arrives.
+        self._signals += 1
+        self._signal_names.append(signal.Signals(signum).name)
+        if self._signals == 1:
+            self.control.request_stop(f"{signal.Signals(signum).name} received")
+        else:
+            self.control.request_stop(f"{signal.Signals(signum).name} received twice", now=True)
+
+    def _install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_signal)
+        signal.signal(signal.SIGINT, self._on_signal)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    # -- control.jsonl ----------------------------------------------------------------------------
+    def _skip_old_commands(self) -> None:
+        """A resumed worker must not obey the previous worker's commands (a stop would end it at once)."""
+        try:
+            with open(self.paths.events, "rb") as fh:
+                lines = [ln for ln in fh if b'"control_ack"' in ln]  # days of telemetry: skip, don't parse
+        except FileNotFoundError:
+            return
+        for raw in lines:
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(ev, dict) and ev.get("type") == "control_ack" and ev.get("id"):
+                self._seen_ids.add(str(ev["id"]))
+
+    def _poll_control(self) -> None:
+        commands, self._control_offset = read_control(self.paths, self._control_offset)
+        for cmd in commands:
+            cid = str(cmd.get("id") or "")
+            if cid in self._seen_ids:
+                continue
+            self._seen_ids.add(cid)
+            t = cmd.get("t")
+            if self._launched and isinstance(t, (int, float)) and t < self._launched:
+                continue  # sent to an earlier worker of this run
+            ok, message = self._apply(cmd["command"], cmd)
+            self.emit("control_ack", command=cmd["command"], id=cid or None, ok=ok, message=message)
+
+    def _apply(self, command: str, cmd: dict[str, Any]) -> tuple[bool, str]:
+        c = self.control
+        who = cmd.get("by") or "a client"
+        if command == "stop":
+            if c.stop_now.is_set():
+                return True, "already stopping at the next step"
+            c.request_stop(f"stop requested by {who}")
+            return True, "stopping: a checkpoint is saved at the next step boundary, then the run ends"
+        if command == "stop-now":
+            c.request_stop(f"immediate stop requested by {who}", now=True)
+            return True, "stopping at the next step boundary without a checkpoint"
+        if command == "pause":
+            if c.stopping:
+                return False, "the run is stopping; pause ignored"
+            if c.paused:
+                return True, "already paused"
+            c.pause()
+            return True, "pausing at the next step boundary"
+        if command == "resume":
+            if not c.paused:
+                return True, "not paused"
+            c.unpause()
+            self.tracker.touch()
+            return True, "resumed"
+        if command == "checkpoint":
+            if c.stopping:
+                return False, "the run is stopping; its final checkpoint is on the way"
+            c.checkpoint.set()
+            return True, "a checkpoint is saved at the next step boundary"
+        return False, f"unknown command {command!r}"
+
+    # -- the training thread ----------------------------------------------------------------------
+    def _train(self) -> None:
+        try:
+            fn = self.train_fn
+            if fn is None:
+                self.emit("phase", name="importing libraries", done=None, total=None)
+                fn = _engine_train()
+            self.result = fn(self.plan, self.paths, self.emit, self.control, hardware=self.hardware,
+                             resume=self.resume)
+        except BaseException as exc:  # noqa: BLE001 - every failure must end as run_finished
+            self.error = exc
+            sys.stderr.write(f"zerotui worker: the training loop failed in {self.tracker.where()}:\n")
+            traceback.print_exc(file=sys.stderr)
+            sys.stderr.flush()
+
+    # -- main -------------------------------------------------------------------------------------
+    def run(self) -> int:
+        if self.rank == 0:
+            self.writer = EventWriter(self.paths.events)
+            self._skip_old_commands()
+            self._status("starting")
+        self._install_signals()
+        try:
+            self._load_inputs()
+        except BaseException as exc:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            return self._finish("failed", describe_failure(exc, "reading the run folder").reason)
+        single_process_env()
+        self.thread = threading.Thread(target=self._train, name="zerotui-train", daemon=True)
+        self.thread.start()
+        try:
+            self._watch()
+        finally:
+            self._shutdown_distributed()
+        return self._conclude()
+
+    def _load_inputs(self) -> None:
+        from .hardware_types import Hardware
+        from .plan import load_plan
+
+        self.plan = load_plan(self.paths.plan)
+        if self.paths.hardware.exists():
+            self.hardware = Hardware.from_dict(json.loads(self.paths.hardware.read_text(encoding="utf-8")))
+
+    def _watch(self) -> None:
+        """The main thread's loop: until the training thread ends (or a third signal)."""
+        assert self.thread is not None
+        telemetry_s = _telemetry_interval()
+        stall = StallWatch(self.plan.stall_minutes)
+        ram = RamWatch(self.plan.offload_optimizer)
+        sampler = self._sampler() if (self.rank == 0 and telemetry_s > 0) else None
+        next_beat = next_sample = time.monotonic()
+        last_state = ""
+        try:
+            while self.thread.is_alive():
+                if self._signals >= 3:
+                    self._hard_exit()
+                now = time.monotonic()
+                if self.rank == 0:
+                    self._guard("control", self._poll_control)
+                    state = self.live_state()
+                    if now >= next_beat or state != last_state:  # a change shows at once, not 2 s later
+                        next_beat, last_state = now + HEARTBEAT_S, state
+                        self._guard("heartbeat", lambda: self._status(state))
+                        alert = stall.check(self.tracker, self.control.paused, self.thread)
+                        if alert:
+                            self.emit("alert", **alert)
+                    if sampler is not None and now >= next_sample:
+                        next_sample = now + telemetry_s
+                        self._guard("telemetry", lambda: self._telemetry(sampler, ram))
+                    elif sampler is None and now >= next_sample:
+                        next_sample = now + max(telemetry_s, HEARTBEAT_S * 5)
+                        self._guard("ram check", lambda: self._ram_only(ram))
+                self.thread.join(CONTROL_POLL_S)
+        finally:
+            if sampler is not None:
+                self._guard("telemetry close", sampler.close)
+
+    def _guard(self, what: str, fn: Callable[[], Any]) -> None:
+        """A failing heartbeat or sampler must never end a run that trains fine: log it and go on."""
+        try:
+            fn()
+        except Exception as exc:  # noqa: BLE001
+            sys.stderr.write(f"zerotui worker: {what} failed: {type(exc).__name__}: {exc}\n")
+
+    def _sampler(self) -> Any:
+        try:
+            from .telemetry import TelemetrySampler
+
+            # All GPUs this process can see: the launcher already narrowed CUDA_VISIBLE_DEVICES to the
+            # plan's. Under the DeepSpeed launcher every rank is a child of rank 0's parent (launch.py),
+            # so that tree's RSS is the whole run's.
+            several = int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
+            return TelemetrySampler(gpu_indices=None, nvme_path=self.plan.nvme_path,
+                                    root_pid=os.getppid() if several else None)
+        except Exception as exc:  # noqa: BLE001 - no sampler: training goes on without telemetry
+            sys.stderr.write(f"zerotui worker: no telemetry ({type(exc).__name__}: {exc})\n")
+            return None
+
+    def _telemetry(self, sampler: Any, ram: RamWatch) -> None:
+        sample = sampler.sample()
+        self.emit("telemetry", **sample)
+        self._check_ram(ram, sample.get("ram_used"), sample.get("ram_total"), sample.get("rss"))
+
+    def _ram_only(self, ram: RamWatch) -> None:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        self._check_ram(ram, vm.total - vm.available, vm.total, None)
+
+    def _check_ram(self, ram: RamWatch, used: Any, total: Any, rss: Any) -> None:
+        if isinstance(used, (int, float)) and isinstance(total, (int, float)) and total > 0:
+            self.tracker.ram_fraction = round(used / total, 3)
+        alert = ram.check(used, total, rss)
+        if alert:
+            self.emit("alert", **alert)
+
+    def _hard_exit(self) -> None:
+        # The training thread may be stuck where no flag reaches it (a hung collective, a build lock):
+        # record the end, then leave without waiting for it.
+        try:
+            self._finish("stopped", f"ended at once by a third signal ({', '.join(self._signal_names)}); "
+                                    "no checkpoint was saved after the last one")
+            sys.stderr.flush()
+        finally:
+            os._exit(0)
+
+    def _shutdown_distributed(self) -> None:
+        """DeepSpeed's gloo/NCCL groups abort the process at exit unless destroyed (DESIGN.md)."""
+        torch = sys.modules.get("torch")
+        if torch is None or self.thread is None or self.thread.is_alive():
+            return
+        try:
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                torch.distributed.destroy_process_group()
+        except Exception as exc:  # noqa: BLE001
+            sys.stderr.write(f"zerotui worker: destroy_process_group failed: {exc}\n")
+
+    def _conclude(self) -> int:
+        if self.error is not None:
+            failure = describe_failure(self.error, self.tracker.where(), self.plan, self.hardware)
+            if failure.kind.startswith("oom"):
+                self.emit("alert", kind="oom", message=failure.reason, hint=failure.hint)
+            return self._finish("failed", failure.reason)
+        state = str(getattr(self.result, "state", "") or "completed")
+        reason = str(getattr(self.result, "reason", "") or "")
+        if state not in ("completed", "stopped", "failed"):
+            reason = f"the loop returned an unknown state {state!r}; {reason}".rstrip("; ")
+            state = "failed"
+        if state == "stopped" and not reason:
+            reason = self.control.reason or "stopped"
+        step = getattr(self.result, "step", None)
+        if isinstance(step, int):
+            self.tracker.step = step
+        return self._finish(state, reason or ("reached the last step" if state == "completed" else state))
+
+    def _finish(self, state: str, reason: str) -> int:
+        with self._finish_lock:
+            if self._finished:
+                return 0 if state in ("completed", "stopped") else 1
+            self._finished = True
+        if self.rank == 0:
+            now = time.time()
+            if self.writer is not None:
+                writer = self.writer
+                self._guard("writing run_finished", lambda: writer.emit(
+                    "run_finished", state=state, reason=reason, step=self.tracker.step,
+                    elapsed_s=round(now - self.worker_started, 1)))
+                self._guard("closing events.jsonl", writer.close)
+            self._guard("final status", lambda: self._status(state, reason=reason, finished=now))
+        sys.stderr.write(f"zerotui worker: run {state}: {reason}\n")
+        return 0 if state in ("completed", "stopped") else 1
+
+
+def main(argv: Optional[list[str]] = None, train_fn: Optional[TrainFn] = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zerotui.core.worker",
+                                     description="Run one zerotui training run (started by `zerotui train`).")
+    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint")
+    args = parser.parse_args(argv)
+    paths = RunPaths(args.run_dir.resolve())
+    if not paths.plan.exists():
+        sys.stderr.write(f"zerotui worker: {paths.plan} does not exist; start runs with `zerotui train`\n")
+        return 2
+    rank = int(os.environ.get("RANK", "0") or 0)
+    return Worker(paths, resume=args.resume, rank=rank, train_fn=train_fn).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

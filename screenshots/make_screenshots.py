@@ -1,0 +1,173 @@
+"""Regenerate an SVG and a PNG of every screen: ``python screenshots/make_screenshots.py [NAME ...]``.
+
+Each entry of ``SHOTS`` builds an app on fixed fake hardware, drives it with Pilot (the same keys a person
+would press) and saves ``screenshots/<name>.svg`` and ``<name>.png``. To add a screen (the dashboard,
+say), append a ``Shot`` with a ``drive`` coroutine; ``make_app`` defaults to the wizard on the 24 GB
+workstation. PNGs need cairosvg (``pip install cairosvg``; it uses the system's libcairo) or
+``rsvg-convert``; without either only the SVGs are written, and the script says so.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Awaitable, Callable, Optional
+
+HERE = Path(__file__).resolve().parent
+# Fixed places, so the launch command and run folder in the pictures do not depend on who ran it.
+RUNS_DIR = Path("/tmp/zerotui-screenshots/runs")
+
+
+def wizard_app(hardware: str = "workstation", preset: Optional[str] = None):
+    from zerotui.tui.app import ZeroTuiApp
+    from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
+
+    hw = workstation_24gb() if hardware == "workstation" else cpu_only()
+    return ZeroTuiApp(hardware=hw, preset=preset, runs_dir=RUNS_DIR)
+
+
+async def settle(pilot) -> None:
+    """Let workers (estimate, previews) finish and the screen repaint; drop transient toasts."""
+    # Not workers.wait_for_complete(): it raises for a worker that an exclusive newer one cancelled.
+    from textual.worker import WorkerState
+
+    for _ in range(500):  # at most ~10 s
+        await pilot.pause(0.02)
+        if not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers):
+            break
+    await pilot.pause(0.02)
+    pilot.app.clear_notifications()
+    await pilot.pause(0.05)
+
+
+async def keys(pilot, *presses: str) -> None:
+    for key in presses:
+        await pilot.press(key)
+        await settle(pilot)
+
+
+@dataclass
+class Shot:
+    name: str
+    drive: Callable[..., Awaitable[None]]
+    make_app: Callable[[], object] = field(default=wizard_app)
+    size: tuple[int, int] = (120, 40)
+    caption: str = ""
+
+
+async def _nothing(pilot) -> None:
+    await settle(pilot)
+
+
+def _step(*presses: str) -> Callable[..., Awaitable[None]]:
+    async def drive(pilot) -> None:
+        await settle(pilot)
+        await keys(pilot, *presses)
+    return drive
+
+
+async def _fit(pilot) -> None:
+    """7B, full fine-tune, stage 2, no offload (red on 24 GB), then Fit."""
+    await settle(pilot)
+    await keys(pilot, "n")
+    app = pilot.app
+    app.apply_plan(app.state.plan.with_changes(model="llama-2-7b", stage=2))  # type: ignore[attr-defined]
+    await settle(pilot)
+    await keys(pilot, "ctrl+g")
+
+
+def _preset_review(name: str) -> Callable[[], object]:
+    return lambda: wizard_app(preset=name)
+
+
+SHOTS: list[Shot] = [
+    Shot("hardware", _nothing, caption="First screen: what the machine has, in plain words"),
+    Shot("hardware-cpu-only", _nothing, make_app=lambda: wizard_app("cpu"), caption="No GPU: the CPU demo"),
+    Shot("step-1-model", _step("n"), caption="Model: tiny, HF cache, known architectures, a folder"),
+    Shot("step-2-data-method", _step("n", "ctrl+n"), caption="Data preview and method"),
+    Shot("step-3-precision", _step("n", "ctrl+n", "ctrl+n"), caption="Precision, unsupported choices disabled"),
+    Shot("step-4-zero-offload", _step("n", "ctrl+n", "ctrl+n", "ctrl+n"), caption="ZeRO stage and offload"),
+    Shot("step-5-review", _step("n", "ctrl+r"), caption="Review: plan in words, ds_config, command"),
+    Shot("review-7b-zero3-offload", _nothing, make_app=_preset_review("llama7b-24gb-zero3-cpu"),
+         caption="The 24 GB / 7B / ZeRO-3 offload preset"),
+    Shot("budget-breakdown", _step("n", "ctrl+n", "ctrl+n", "ctrl+n", "b"), caption="The expanded breakdown"),
+    Shot("help", _step("n", "f1"), caption="Help (? or F1)"),
+    Shot("hardware-80x24", _nothing, size=(80, 24), caption="Readable at 80×24"),
+    Shot("step-4-zero-offload-80x24", _step("n", "ctrl+n", "ctrl+n", "ctrl+n"), size=(80, 24),
+         caption="The smallest terminal it is designed for"),
+    Shot("review-7b-200x50", _nothing, make_app=_preset_review("llama7b-24gb-zero3-cpu"), size=(200, 50),
+         caption="Good at 200×50"),
+    Shot("fit", _fit, caption="Fit: a 7B full fine-tune without offload turned into a plan that fits"),
+]
+
+
+def to_png(svg: Path, png: Path) -> Optional[str]:
+    """Write the PNG; returns None on success or the reason it could not."""
+    try:
+        import cairosvg
+    except ImportError:
+        cairosvg = None
+    if cairosvg is not None:
+        cairosvg.svg2png(url=str(svg), write_to=str(png), output_width=1600)
+        return None
+    tool = shutil.which("rsvg-convert")
+    if tool:
+        subprocess.run([tool, "-w", "1600", "-o", str(png), str(svg)], check=True)
+        return None
+    return "no SVG renderer: pip install cairosvg (or install rsvg-convert) for PNGs"
+
+
+async def take(shot: Shot, out: Path) -> Path:
+    app = shot.make_app()
+    async with app.run_test(size=shot.size) as pilot:  # type: ignore[attr-defined]
+        await shot.drive(pilot)
+        svg = out / f"{shot.name}.svg"
+        app.save_screenshot(filename=svg.name, path=str(out))  # type: ignore[attr-defined]
+    return svg
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("names", nargs="*", help="only these shots (default: all)")
+    parser.add_argument("-o", "--out", type=Path, default=HERE, help="output folder (default: screenshots/)")
+    args = parser.parse_args(argv)
+    chosen = [s for s in SHOTS if not args.names or s.name in args.names]
+    unknown = set(args.names) - {s.name for s in SHOTS}
+    if unknown:
+        print(f"unknown shot(s): {', '.join(sorted(unknown))}; known: {', '.join(s.name for s in SHOTS)}",
+              file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    # A private presets folder, so saved presets on this machine never show up in the pictures.
+    os.environ.setdefault("ZEROTUI_PRESETS_DIR", tempfile.mkdtemp(prefix="zerotui-shots-presets-"))
+    os.environ.setdefault("HF_HUB_CACHE", tempfile.mkdtemp(prefix="zerotui-shots-hf-"))
+    pngs = True
+    for shot in chosen:
+        svg = asyncio.run(take(shot, args.out))
+        why = to_png(svg, svg.with_suffix(".png"))
+        pngs = pngs and not why
+        print(f"{svg}" + (f" (PNG skipped: {why})" if why else f" + {svg.with_suffix('.png').name}"))
+    if not args.names:
+        write_index(args.out, SHOTS, ".png" if pngs else ".svg")
+    return 0
+
+
+def write_index(out: Path, shots: list[Shot], ext: str) -> None:
+    """screenshots/README.md: every picture with its caption, in SHOTS order."""
+    lines = ["# Screenshots", "", "Regenerate with `python screenshots/make_screenshots.py` (fake hardware, fixed "
+             "numbers; see the script).", ""]
+    for shot in shots:
+        cols, rows = shot.size
+        lines += [f"## {shot.name} ({cols}×{rows})", "", shot.caption or "", "",
+                  f"![{shot.name}]({shot.name}{ext})", ""]
+    (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""The worker process: signals, control.jsonl, heartbeat, alerts and the one run_finished.
+
+Each test runs a real worker process (``python tests/worker_helpers.py RUN_DIR``: ``core/worker.main``
+with a small real torch training loop), detached like ``zerotui train`` starts it, and reads only the run
+folder, like every client does. The DeepSpeed engine itself is covered in test_launch.py.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from zerotui.core.events import read_all, validate
+from zerotui.core.plan import Plan
+from zerotui.core.runs import RunPaths, new_run_dir, read_status, run_state, send_control
+from zerotui.core.worker_monitor import RamWatch, RunTracker, StallWatch, describe_failure, oom_kind
+
+HELPER = Path(__file__).with_name("worker_helpers.py")
+
+@pytest.fixture
+def tmp_path():
+    """A private temporary folder: pytest's shared basetemp keeps only the last 3 sessions, and other
+    sessions on this machine can remove it under a run that takes minutes."""
+    with tempfile.TemporaryDirectory(prefix="zerotui-test-") as d:
+        yield Path(d)
+
+
+
+def make_run(tmp_path: Path, **plan_fields) -> RunPaths:
+    fields = {"name": "w", "max_steps": 20, "log_interval": 1, "save_interval": 0, **plan_fields}
+    paths = new_run_dir(tmp_path / "runs", fields["name"])
+    paths.plan.write_text(Plan(**fields).to_yaml())
+    return paths
+
+
+def start_worker(paths: RunPaths, *extra: str, step_s: float = 0.0, **env: str) -> subprocess.Popen:
+    full_env = {**os.environ, "ZEROTUI_TEST_STEP_S": str(step_s), "ZEROTUI_TELEMETRY_S": "0.5",
+                "PYTHONUNBUFFERED": "1", **env}
+    log = open(paths.log, "ab")
+    return subprocess.Popen([sys.executable, str(HELPER), str(paths.root), *extra], env=full_env,
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def events(paths: RunPaths, type_: str | None = None) -> list[dict]:
+    evs = read_all(paths.events)
+    return [e for e in evs if type_ is None or e["type"] == type_]
+
+
+def wait_until(cond, timeout: float = 60.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def step_reached(paths: RunPaths, n: int):
+    return lambda: any(e.get("step", 0) >= n for e in events(paths, "step"))
+
+
+def finish(proc: subprocess.Popen, paths: RunPaths, timeout: float = 60.0) -> dict:
+    rc = proc.wait(timeout)
+    evs = events(paths)
+    for e in evs:
+        assert validate(e) == [], e
+    finished = [e for e in evs if e["type"] == "run_finished"]
+    assert len(finished) == 1, f"expected exactly one run_finished, got {finished}; log:\n{paths.log.read_text()}"
+    assert evs[-1]["type"] == "run_finished"
+    status = read_status(paths)
+    assert status["state"] == finished[0]["state"]
+    return {"rc": rc, "finished": finished[0], "status": status}
+
+
+# -- whole runs -------------------------------------------------------------------------------------
+
+def test_run_completes_with_heartbeat_and_one_run_finished(tmp_path):
+    paths = make_run(tmp_path, max_steps=30)
+    proc = start_worker(paths, step_s=0.1)
+    wait_until(step_reached(paths, 5), what="step 5")
+    # The heartbeat (every ~2 s) catches up with the event stream.
+    wait_until(lambda: (read_status(paths).get("step") or 0) >= 5, 5, "a heartbeat at step 5")
+    st = read_status(paths)
+    assert st["pid"] == proc.pid and st["state"] == "running"
+    assert st["total_steps"] == 30 and st["loss"] is not None and st["started"] <= time.time()
+    assert run_state(paths) == "running"
+    beat = st["heartbeat"]
+    wait_until(lambda: read_status(paths).get("heartbeat", 0) > beat, 10, "a newer heartbeat")
+    out = finish(proc, paths)
+    assert out["rc"] == 0 and out["finished"]["state"] == "completed"
+    assert [e["step"] for e in events(paths, "step")] == list(range(1, 31))
+    assert out["status"]["step"] == 30 and run_state(paths) == "completed"
+    tel = events(paths, "telemetry")  # every 0.5 s here (ZEROTUI_TELEMETRY_S)
+    assert tel and tel[0]["ram_total"] > 0 and tel[0]["rss"] > 0 and tel[0]["gpus"] == []
+
+
+def test_stop_via_control_checkpoints_then_stops(tmp_path):
+    paths = make_run(tmp_path, max_steps=1000)
+    proc = start_worker(paths, step_s=0.05)
+    wait_until(step_reached(paths, 3), what="step 3")
+    sent = send_control(paths, "stop", by="test")
+    out = finish(proc, paths)
+    acks = events(paths, "control_ack")
+    assert [(a["command"], a["id"], a["ok"]) for a in acks] == [("stop", sent["id"], True)]
+    ckpts = events(paths, "checkpoint")
+    assert len(ckpts) == 1 and Path(ckpts[0]["path"]).is_file()
+    assert out["rc"] == 0 and out["finished"]["state"] == "stopped"
+    assert "stop requested by test" in out["finished"]["reason"]
+    assert out["finished"]["step"] == ckpts[0]["step"] < 1000
+
+
+def test_sigterm_stops_gracefully_with_checkpoint(tmp_path):
+    paths = make_run(tmp_path, max_steps=1000)
+    proc = start_worker(paths, step_s=0.05)
+    wait_until(step_reached(paths, 3), what="step 3")
+    proc.send_signal(signal.SIGTERM)
+    out = finish(proc, paths)
+    assert out["rc"] == 0 and out["finished"]["state"] == "stopped"
+    assert "SIGTERM" in out["finished"]["reason"]
+    assert len(events(paths, "checkpoint")) == 1
+
+
+def test_second_signal_stops_without_checkpoint(tmp_path):
+    paths = make_run(tmp_path, max_steps=1000)
+    proc = start_worker(paths, step_s=1.0)  # both signals land within one step
+    wait_until(step_reached(paths, 1), what="step 1")
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    out = finish(proc, paths)
+    assert out["finished"]["state"] == "stopped" and "twice" in out["finished"]["reason"]
+    assert events(paths, "checkpoint") == []
+
+
+def test_third_signal_ends_a_stuck_loop_at_once(tmp_path):
+    paths = make_run(tmp_path, max_steps=5)
+    proc = start_worker(paths, step_s=60.0)  # a step that no flag can interrupt, like a hung collective
+    wait_until(lambda: read_status(paths).get("state") == "running", 30, "running")
+    t = time.monotonic()
+    for sig in (signal.SIGTERM, signal.SIGTERM, signal.SIGINT):
+        proc.send_signal(sig)
+        time.sleep(0.3)
+    out = finish(proc, paths, timeout=10)
+    assert time.monotonic() - t < 10
+    assert out["rc"] == 0 and out["finished"]["state"] == "stopped"
+    assert "third signal (SIGTERM, SIGTERM, SIGINT)" in out["finished"]["reason"]
+
+
+def test_sighup_does_not_stop_training(tmp_path):
+    paths = make_run(tmp_path, max_steps=15)
+    proc = start_worker(paths, step_s=0.05)
+    wait_until(step_reached(paths, 2), what="step 2")
+    proc.send_signal(signal.SIGHUP)
+    out = finish(proc, paths)
+    assert out["finished"]["state"] == "completed" and out["status"]["step"] == 15
+
+
+def test_pause_resume_and_checkpoint_commands_are_acknowledged(tmp_path):
+    paths = make_run(tmp_path, max_steps=60)
+    proc = start_worker(paths, step_s=0.05)
+    wait_until(step_reached(paths, 3), what="step 3")
+    pause = send_control(paths, "pause")
+    wait_until(lambda: read_status(paths).get("state") == "paused", 10, "paused status")
+    time.sleep(0.3)  # the step in flight when the pause arrived may still finish
+    held = len(events(paths, "step"))
+    time.sleep(1.0)
+    assert len(events(paths, "step")) == held, "steps went on while paused"
+    again = send_control(paths, "pause")
+    resume = send_control(paths, "resume")
+    ckpt = send_control(paths, "checkpoint")
+    out = finish(proc, paths)
+    acks = {a["id"]: a for a in events(paths, "control_ack")}
+    assert acks[pause["id"]]["ok"] and acks[resume["id"]]["ok"] and acks[ckpt["id"]]["ok"]
+    assert acks[again["id"]]["message"] == "already paused"
+    assert len(events(paths, "checkpoint")) == 1
+    assert out["finished"]["state"] == "completed"
+
+
+def test_loop_exception_fails_with_type_message_and_phase(tmp_path):
+    paths = make_run(tmp_path)
+    proc = start_worker(paths, ZEROTUI_TEST_FAIL="error", ZEROTUI_TEST_FAIL_STEP="4")
+    out = finish(proc, paths)
+    assert out["rc"] == 1 and out["finished"]["state"] == "failed"
+    reason = out["finished"]["reason"]
+    assert reason.startswith("ValueError in training step 4: a bad value in the loop"), reason
+    assert "Traceback" not in reason
+    assert "Traceback (most recent call last)" in paths.log.read_text()
+
+
+@pytest.mark.parametrize("kind, what", [("oom", "GPU memory"), ("host_oom", "host RAM")])
+def test_out_of_memory_names_what_ran_out(tmp_path, kind, what):
+    from zerotui.core.atomic import atomic_write_json
+    from zerotui.core.hardware import stated_hardware
+
+    paths = make_run(tmp_path, stage=0, micro_batch=64, seq_len=1024)
+    atomic_write_json(paths.hardware, stated_hardware(gpu_mem="8GiB", gpus=1, ram="64GiB").to_dict())
+    proc = start_worker(paths, ZEROTUI_TEST_FAIL=kind, ZEROTUI_TEST_FAIL_STEP="2")
+    out = finish(proc, paths)
+    reason = out["finished"]["reason"]
+    assert out["finished"]["state"] == "failed" and f"ran out of {what} in training step 2" in reason, reason
+    assert "the estimate for this plan is" in reason
+    if kind == "oom":  # the estimator's leaner plan, as options to type
+        assert "this would fit: --" in reason, reason
+    alerts = events(paths, "alert")
+    assert [a["kind"] for a in alerts] == ["oom"]
+
+
+def test_bad_plan_file_fails_cleanly(tmp_path):
+    paths = make_run(tmp_path)
+    paths.plan.write_text("stage: 7\n")
+    proc = start_worker(paths)
+    out = finish(proc, paths, timeout=30)
+    assert out["rc"] == 1 and "stage" in out["finished"]["reason"]
+    assert "reading the run folder" in out["finished"]["reason"]
+
+
+def test_kill9_then_resume_continues_from_the_checkpoint(tmp_path):
+    paths = make_run(tmp_path, max_steps=40, save_interval=5)
+    proc = start_worker(paths, step_s=0.05)
+    wait_until(step_reached(paths, 12), what="step 12")
+    proc.kill()
+    proc.wait()
+    wait_until(lambda: run_state(paths) == "lost", 10, "lost state")
+    ckpt_step = events(paths, "checkpoint")[-1]["step"]
+    assert ckpt_step >= 10
+    # A stop queued for the dead worker must not end the resumed one.
+    send_control(paths, "stop")
+    before = len(events(paths))
+    status = read_status(paths)
+    from zerotui.core.runs import write_status
+
+    write_status(paths, **{**status, "state": "starting", "launched": time.time()})
+    proc2 = start_worker(paths, "--resume", step_s=0.0)
+    out = finish(proc2, paths)
+    assert out["finished"]["state"] == "completed"
+    resumed = events(paths)[before:]
+    started = [e for e in resumed if e["type"] == "run_started"]
+    assert started and started[0]["resumed_from"] == ckpt_step
+    assert [e["step"] for e in resumed if e["type"] == "step"] == list(range(ckpt_step + 1, 41))
+    assert not [e for e in resumed if e["type"] == "control_ack"]
+
+
+def test_stall_alert_names_phase_and_step(tmp_path):
+    paths = make_run(tmp_path, max_steps=2, stall_minutes=0.02)  # 1.2 s without progress
+    proc = start_worker(paths, step_s=3.0)
+    out = finish(proc, paths)
+    stalls = [a for a in events(paths, "alert") if a["kind"] == "stall"]
+    # Under load torch's import alone can outlast 1.2 s ("phase starting"); the step's stall must be there.
+    in_step = [a for a in stalls if "the loop was in training step " in a["message"]]
+    assert in_step, stalls
+    assert "worker_helpers.py" in in_step[0]["message"] and "in small_train" in in_step[0]["message"]
+    assert in_step[0]["step"] in (0, 1) and in_step[0]["phase"] == "training"
+    assert out["finished"]["state"] == "completed"
+
+
+# -- the monitor's pieces, without a process ---------------------------------------------------------
+
+def test_stall_watch_alerts_once_per_episode_and_not_while_paused():
+    tr = RunTracker(now=0.0)
+    w = StallWatch(minutes=1)
+    assert w.check(tr, paused=False, now=59.0) is None
+    first = w.check(tr, paused=False, now=61.0)
+    assert first and first["kind"] == "stall" and "phase starting" in first["message"]
+    assert w.check(tr, paused=False, now=200.0) is None  # same episode
+    tr.observe("step", {"step": 7})
+    assert w.check(tr, paused=False, now=time.monotonic() + 61) is not None  # progress re-armed it
+    tr2 = RunTracker(now=0.0)
+    w2 = StallWatch(minutes=1)
+    assert w2.check(tr2, paused=True, now=500.0) is None
+    assert w2.check(tr2, paused=False, now=530.0) is None  # the pause reset the clock
+
+
+def test_ram_watch_alerts_above_90_and_rearms_below_85():
+    w = RamWatch(offload="cpu")
+    gib = 1024 ** 3
+    assert w.check(80 * gib, 100 * gib) is None
+    a = w.check(93 * gib, 100 * gib, rss=40 * gib)
+    assert a and a["kind"] == "host_ram" and "93%" in a["message"] and "NVMe" in a["hint"]
+    assert w.check(95 * gib, 100 * gib) is None
+    assert w.check(88 * gib, 100 * gib) is None  # not recovered enough
+    assert w.check(91 * gib, 100 * gib) is None
+    assert w.check(70 * gib, 100 * gib) is None
+    assert w.check(92 * gib, 100 * gib) is not None
+
+
+def test_oom_advice_is_a_plan_that_needs_less_gpu_memory():
+    import torch
+    from zerotui.core.hardware import stated_hardware
+
+    plan = Plan(model="tiny", precision="bf16", stage=0, micro_batch=64, seq_len=1024)
+    hw = stated_hardware(gpu_mem="8GiB", gpus=1, ram="64GiB")
+    f = describe_failure(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"), "training step 3",
+                         plan, hw)
+    assert f.kind == "oom_gpu"
+    assert f.reason.startswith("ran out of GPU memory in training step 3: CUDA out of memory. Tried to allocate")
+    import re
+
+    assert re.search(r"the estimate for this plan is \d+\.\d GiB per GPU of 8\.0 GiB", f.reason), f.reason
+    assert "this would fit: --" in f.reason  # options to type; which ones is the recommender's call
+    big = Plan(model="llama-2-7b", precision="bf16", stage=2, micro_batch=4, seq_len=2048)
+    f = describe_failure(MemoryError(), "phase loading model", big, stated_hardware(gpu_mem="24GiB", gpus=1, ram="64GiB"))
+    assert f.reason.startswith("ran out of host RAM in phase loading model; the estimate for this plan is")
+    assert "even the leanest plan" in f.reason
+
+
+def test_describe_failure_kinds():
+    import torch
+
+    assert oom_kind(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1 GiB")) == "gpu"
+    assert oom_kind(MemoryError()) == "host"
+    assert oom_kind(ValueError("x")) is None
+    from zerotui.core.errors import DataError
+
+    f = describe_failure(DataError("data.jsonl: no usable rows", "check the format"), "phase tokenising")
+    assert f.kind == "error" and f.reason == "data.jsonl: no usable rows (check the format) (in phase tokenising)"

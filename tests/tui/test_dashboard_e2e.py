@@ -1,0 +1,88 @@
+"""End to end on CPU: a real detached run of the tiny model, watched, detached from, re-attached to and
+stopped gracefully from the dashboard, through the real App (``ZeroTuiApp(attach=paths)``, what
+``zerotui attach`` opens) and the real worker, DeepSpeed and control.jsonl."""
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from dashboard_helpers import pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
+from zerotui.core.events import read_all
+from zerotui.core.runs import pid_alive, read_status, run_state
+from zerotui.tui.screens.confirm import ConfirmScreen
+from zerotui.tui.screens.dashboard import DashboardScreen
+
+engine = pytest.importorskip("zerotui.core.engine", reason="core/engine.py is not in the tree yet")
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def private_tmp():
+    # pytest's shared basetemp keeps only 3 sessions; other sessions here may remove it mid-run.
+    with tempfile.TemporaryDirectory(prefix="zerotui-dash-e2e-") as d:
+        yield Path(d)
+
+
+async def _dashboard(pilot, timeout: float = 60.0) -> DashboardScreen:
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, DashboardScreen)
+                   and pilot.app.screen.history is not None, timeout, "the dashboard")
+    return pilot.app.screen
+
+
+@pilot_test
+async def test_launch_watch_detach_attach_and_stop(private_tmp):
+    from zerotui.core.hardware import detect
+    from zerotui.core.launch import start_run
+    from zerotui.core.presets import load_preset
+    from zerotui.tui.app import ZeroTuiApp
+
+    plan = load_preset("tiny-cpu-demo").with_changes(name="e2e", max_steps=20000, log_interval=5,
+                                                     save_interval=0, eval_fraction=0.0, save_final=False,
+                                                     runs_dir=str(private_tmp / "runs"))
+    paths = start_run(plan, hardware=detect(probe_disks=False))
+    try:
+        app = ZeroTuiApp(attach=paths)
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _dashboard(pilot)
+            # start-up phases first, then step events arrive and the charts and stats follow them
+            # generous: DeepSpeed may JIT-build its CPU ops first (minutes on a busy 2-core machine)
+            await wait_for(pilot, lambda: (screen.history.current_step or 0) >= 10, 600, "step 10")
+            await wait_for(pilot, lambda: "running" in text_of(screen.query_one("#dash-status")), 10, "running")
+            assert screen.history.phases
+            first_seen = screen.history.current_step
+            await pilot.press("d")  # detach: the UI quits
+        pid = read_status(paths)["pid"]
+        assert pid_alive(pid) and run_state(paths) == "running"  # the run goes on without a UI
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and max(
+                (e["step"] for e in read_all(paths.events) if e["type"] == "step"), default=0) < first_seen + 10:
+            time.sleep(0.2)
+
+        app = ZeroTuiApp(attach=paths)  # `zerotui attach` again
+        async with app.run_test(size=(160, 48)) as pilot:
+            screen = await _dashboard(pilot)
+            h = screen.history
+            steps = [e["step"] for e in read_all(paths.events) if e["type"] == "step"]
+            assert h.current_step >= first_seen + 10
+            # the whole history, no gap: every step event since the start is in the series
+            assert h.series["loss"].count >= len(steps) - 5 and steps[:3] == [5, 10, 15]
+            assert h.series["loss"].count == h.step_events
+            await pilot.press("s")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10, "the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: screen.outcome == "stopped", 300, "the graceful stop")
+            await pilot.pause(0.3)
+            assert "Run stopped" in text_of(screen.query_one("#dash-banner"))
+            assert "stop acknowledged" in " ".join(str(x.text) for x in screen.query_one("#pane-log").lines)
+        done = [e for e in read_all(paths.events) if e["type"] == "run_finished"]
+        assert done and done[-1]["state"] == "stopped"
+        assert [e for e in read_all(paths.events) if e["type"] == "checkpoint"]  # graceful: checkpoint first
+    finally:
+        pid = read_status(paths).get("pid")
+        if pid and pid_alive(pid):
+            os.kill(pid, signal.SIGKILL)

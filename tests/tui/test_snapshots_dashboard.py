@@ -1,0 +1,31 @@
+"""Snapshots (pytest-textual-snapshot) of the dashboard at 80×24 and 160×48, from the recorded event files.
+
+Deterministic: fixed event times, the clock frozen 10 s after the last event (elapsed, ETA and "ago"
+read it), the time zone pinned to UTC, and the charts drawn before the picture is taken. Regenerate
+after an intended change with ``pytest tests/tui/test_snapshots_dashboard.py --snapshot-update`` and look
+at the report before committing.
+"""
+from __future__ import annotations
+
+import pytest
+
+from dashboard_helpers import DashApp, loaded, make_run, utc  # noqa: F401 (utc: fixture)
+
+CASES = {
+    "live_80x24": ("live.jsonl", (80, 24), {}),
+    "live_160x48": ("live.jsonl", (160, 48), {}),
+    "failed_160x48": ("failed.jsonl", (160, 48), {"status": {"state": "failed", "heartbeat": 1.0}}),
+    "startup_80x24": ("startup.jsonl", (80, 24), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_dashboard_snapshot(snap_compare, tmp_path, case):
+    fixture, size, kwargs = CASES[case]
+    app = DashApp(make_run(tmp_path, fixture, **kwargs))
+
+    async def run_before(pilot) -> None:
+        await loaded(pilot)
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)

@@ -1,0 +1,51 @@
+"""Launch from the wizard for real: the tiny CPU demo, keyboard only, starts a detached DeepSpeed worker
+and opens its dashboard; the run is then stopped (stop-now) and must end."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from wizard_helpers import fill, pilot_test, settle, step
+from zerotui.core.runs import list_runs, run_state, send_control
+from zerotui.tui.app import ZeroTuiApp
+from zerotui.tui.demo_hardware import cpu_only
+
+pytest.importorskip("zerotui.core.memory", reason="core/memory.py (issue 3) is not in the tree yet")
+
+
+@pytest.mark.slow
+@pilot_test
+async def test_launch_tiny_cpu_demo_opens_the_dashboard(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZEROTUI_PRESETS_DIR", str(tmp_path / "presets"))
+    runs = tmp_path / "runs"
+    app = ZeroTuiApp(hardware=cpu_only(), runs_dir=runs)
+    t0 = time.perf_counter()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("n")
+        await settle(pilot)
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await fill(pilot, "seq_len", "64")
+        await fill(pilot, "max_steps", "3")
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        assert step(pilot) == "review"
+        await pilot.press("l")
+        for _ in range(100):
+            await settle(pilot)
+            if type(app.screen).__name__ == "DashboardScreen":
+                break
+        assert type(app.screen).__name__ == "DashboardScreen"
+        keyboard_to_launch = time.perf_counter() - t0
+    (run,) = list_runs(runs)
+    assert run.paths.plan.exists() and run.paths.ds_config.exists()
+    assert "max_steps: 3" in run.paths.plan.read_text()
+    assert keyboard_to_launch < 60
+    # Detached: the run outlives the app. Stop it and wait for the worker to go.
+    send_control(run.paths, "stop-now")
+    deadline = time.time() + 240
+    while time.time() < deadline and run_state(run.paths) in ("starting", "running", "paused", "stopping"):
+        time.sleep(1)
+    assert run_state(run.paths) in ("completed", "stopped", "failed")

@@ -1,0 +1,66 @@
+"""Keyboard helpers for the wizard's Pilot tests: fill a field, pick a choice, wait for the workers."""
+from __future__ import annotations
+
+import asyncio
+import functools
+from typing import Any
+
+from textual.widgets import Input, RadioSet
+
+from zerotui.tui.widgets.field_help import Choice, control_id
+
+
+async def settle(pilot) -> None:
+    """Let thread workers (estimate, previews, fit) finish and their messages land."""
+    # Not workers.wait_for_complete(): it raises for a worker that an exclusive newer one cancelled.
+    from textual.worker import WorkerState
+
+    for _ in range(500):  # at most ~10 s
+        await pilot.pause(0.02)
+        if not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers):
+            break
+    await pilot.pause(0.02)
+
+
+async def fill(pilot, field: str, text: str) -> None:
+    """Focus a text field and type ``text`` over what it held, key by key."""
+    box = pilot.app.screen.query_one(f"#{control_id(field)}", Input)
+    box.focus()
+    await pilot.press("home", "ctrl+k")
+    await pilot.press(*list(text)) if text else None
+    await settle(pilot)
+
+
+async def choose(pilot, field: str, value: Any) -> None:
+    """Move the highlight of a RadioSet to ``value`` with the arrow keys and press Enter."""
+    rs = pilot.app.screen.query_one(f"#{control_id(field)}", RadioSet)
+    rs.focus()
+    await pilot.pause()
+    buttons = list(rs.query(Choice))
+    target = next(i for i, b in enumerate(buttons) if b.choice == value)
+    for _ in range(len(buttons) + 1):  # disabled choices are skipped by the arrows: steer, don't count
+        if rs._selected == target:
+            break
+        await pilot.press("down" if (rs._selected or 0) < target else "up")
+    assert rs._selected == target, f"cannot reach {field}={value!r} with the arrow keys (disabled?)"
+    await pilot.press("enter")
+    await settle(pilot)
+
+
+async def jump(pilot, number: int) -> None:
+    """Press a step's digit the way a user does: digits type into a focused text box, so leave it first."""
+    pilot.app.screen.set_focus(None)
+    await pilot.press(str(number))
+    await settle(pilot)
+
+
+def step(pilot) -> str:
+    return getattr(pilot.app.screen, "STEP", "") or type(pilot.app.screen).__name__
+
+
+def pilot_test(fn):
+    """Run an ``async def`` test with asyncio.run (no pytest-asyncio plugin needed)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(fn(*args, **kwargs))
+    return wrapper

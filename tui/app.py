@@ -1,0 +1,386 @@
+"""The zerotui App: the wizard's state, its screens, its key bindings and command palette entries.
+
+Heavy work never runs on the UI thread: hardware detection, the memory estimate, the recommender and
+launching each run in a thread worker spelled out in full (STYLE.md rule 3) and report back through the
+dataclass messages of ``tui/messages.py``. Nothing here imports torch, deepspeed or transformers: the
+core modules are imported inside the workers, when first needed, so the first frame comes quickly.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.worker import get_current_worker
+
+from zerotui.core.errors import ZeroTuiError
+from zerotui.core.hardware_types import Hardware
+from zerotui.core.plan import Plan
+from zerotui.tui.messages import BudgetReady, FitReady, HardwareDetected, RunLaunched
+from zerotui.tui.widgets.budget_bar import BudgetView
+from zerotui.tui.wizard_state import STEPS, WizardState
+
+STEP_KEYS = [k for k, _ in STEPS]
+#: Wait this long before resolving a model that is not cached yet, so typing a hub id character by
+#: character does not start one lookup per key press.
+SPEC_DEBOUNCE_S = 0.3
+
+
+def _step_screen(key: str) -> Screen:
+    if key == "model":
+        from zerotui.tui.screens.model import ModelScreen
+        return ModelScreen()
+    if key == "data":
+        from zerotui.tui.screens.data_method import DataMethodScreen
+        return DataMethodScreen()
+    if key == "precision":
+        from zerotui.tui.screens.precision import PrecisionScreen
+        return PrecisionScreen()
+    if key == "zero":
+        from zerotui.tui.screens.zero_offload import ZeroOffloadScreen
+        return ZeroOffloadScreen()
+    from zerotui.tui.screens.review import ReviewScreen
+    return ReviewScreen()
+
+
+def _field_named_in(message: str) -> str:
+    """The Plan field a core error message starts with ("lora_targets foo is not ..."), else 'model'."""
+    first = message.split(" ", 1)[0].rstrip(":=") if message else ""
+    return first if first in Plan.model_fields else "model"
+
+
+class ZeroTuiApp(App):
+    CSS_PATH = "app.tcss"
+    TITLE = "zerotui"
+    BINDINGS = [
+        Binding("f1,question_mark", "help", "Help"),
+        Binding("ctrl+t", "change_theme", "Theme", show=False),
+        Binding("ctrl+q", "quit", "Quit", priority=True),
+    ]
+
+    budget_view: reactive[BudgetView] = reactive(BudgetView(pending=True), always_update=True)
+    breakdown_expanded: reactive[bool] = reactive(False)
+
+    def __init__(self, hardware: Optional[Hardware] = None, preset: Optional[str] = None,
+                 attach: Any = None, runs_dir: Optional[Path] = None) -> None:
+        super().__init__()
+        self.hardware: Optional[Hardware] = hardware
+        self.hardware_error = ""
+        self.preset = preset
+        self.attach = attach
+        self.runs_dir = runs_dir
+        self.state = WizardState()
+        self.spec: Any = None              # ModelSpec of the current model, once resolved
+        self.model_error = ""              # why the estimate could not run (unknown model, bad target)
+        self.model_error_field = "model"   # the Plan field that message is about
+        self._spec_cache: dict[tuple, Any] = {}
+        self._scheduled_revision = -1
+        self.last_fit: Optional[FitReady] = None
+        self.started_at = time.perf_counter()
+
+    # -- start ------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        if self.attach is not None:
+            from zerotui.tui.screens.dashboard import DashboardScreen
+            self.push_screen(DashboardScreen(self.attach, live=True))
+            return
+        from zerotui.tui.screens.hardware import HardwareScreen
+        self.push_screen(HardwareScreen())
+        if self.hardware is None:
+            self.detect_hardware()
+        else:
+            self.post_message(HardwareDetected(self.hardware))
+        if self.preset:
+            self.open_preset(self.preset)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="hardware",
+          description="detect GPUs, RAM and disks")
+    def detect_hardware(self) -> None:
+        try:
+            from zerotui.core.hardware import detect
+            hw, error = detect(), ""
+        except Exception as err:  # noqa: BLE001 - detect() must not raise, but the UI must survive if it does
+            hw, error = Hardware(source="fallback"), f"hardware detection failed: {err}"
+        self.post_message(HardwareDetected(hw, error))
+
+    def on_hardware_detected(self, message: HardwareDetected) -> None:
+        self.hardware = message.hardware
+        self.hardware_error = message.error
+        for screen in self.screen_stack:
+            if hasattr(screen, "show_hardware"):
+                screen.show_hardware(message.hardware, message.error)
+        self.schedule_estimate()
+
+    # -- the Plan ---------------------------------------------------------------------------------
+    def update_field(self, name: str, value: Any) -> None:
+        self.state.set(name, value)
+        self.schedule_estimate()
+
+    def apply_plan(self, plan: Plan) -> None:
+        """Take a whole Plan (preset, Fit): every screen shows its values and the budget is redone."""
+        self.state.replace_plan(plan)
+        for screen in self.screen_stack:
+            if hasattr(screen, "show_state"):
+                screen.show_state()
+        self.schedule_estimate()
+
+    def open_preset(self, name: str) -> None:
+        try:
+            from zerotui.core.presets import load_preset
+            plan = load_preset(name)
+        except ZeroTuiError as err:
+            self.notify(err.one_line(), title="Preset", severity="error", timeout=8)
+            return
+        self.apply_plan(plan)
+        self.go_to_step("review")
+
+    # -- the budget -------------------------------------------------------------------------------
+    def schedule_estimate(self) -> None:
+        first = self.state.first_error()
+        plan_error = f"{first[0]}: {first[1]}" if first else ""
+        self.budget_view = replace(self.budget_view, pending=True, plan_error=plan_error, error="")
+        if self.hardware is None or first:
+            return
+        self._scheduled_revision = self.state.revision
+        self.estimate_budget(self.state.plan, self.hardware, self.state.revision)
+
+    def _spec_key(self, plan: Plan) -> tuple:
+        return (plan.model, str(plan.model_config_path or ""), plan.trust_remote_code)
+
+    def spec_for(self, plan: Plan) -> Any:
+        """The ModelSpec of a plan's model, resolved once (it may read config files or build on meta)."""
+        key = self._spec_key(plan)
+        if key not in self._spec_cache:
+            from zerotui.core.models import spec_for_plan
+            self._spec_cache[key] = spec_for_plan(plan)
+        return self._spec_cache[key]
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="estimate",
+          description="memory estimate for the current plan")
+    def estimate_budget(self, plan: Plan, hardware: Hardware, revision: int) -> None:
+        worker = get_current_worker()
+        spec = None
+        try:
+            if self._spec_key(plan) not in self._spec_cache:
+                time.sleep(SPEC_DEBOUNCE_S)
+                if worker.is_cancelled:
+                    return
+            spec = self.spec_for(plan)
+            from zerotui.core.memory import estimate
+            t0 = time.perf_counter()
+            budget = estimate(plan, hardware, spec=spec)
+            message = BudgetReady(revision, budget, spec, seconds=time.perf_counter() - t0)
+        except ZeroTuiError as err:
+            message = BudgetReady(revision, spec=spec, error=err.one_line())
+        except ImportError as err:  # a partial install: say so instead of an empty bar
+            message = BudgetReady(revision, spec=spec, error=f"the memory estimator is unavailable ({err})")
+        if not worker.is_cancelled:
+            self.post_message(message)
+
+    def on_budget_ready(self, message: BudgetReady) -> None:
+        if message.revision != self._scheduled_revision:
+            return  # a newer plan is being estimated
+        self.spec = message.spec
+        self.model_error = message.error
+        self.model_error_field = _field_named_in(message.error)
+        budget = message.budget if message.budget is not None else None
+        self.budget_view = BudgetView(budget=budget, pending=False, error=message.error,
+                                      plan_error=self.budget_view.plan_error, seconds=message.seconds)
+        for screen in self.screen_stack:
+            if hasattr(screen, "show_errors"):
+                screen.show_errors()
+            if hasattr(screen, "on_budget_changed"):
+                screen.on_budget_changed()
+
+    def action_toggle_breakdown(self) -> None:
+        self.breakdown_expanded = not self.breakdown_expanded
+
+    # -- launch gate ------------------------------------------------------------------------------
+    def launch_blockers(self) -> tuple[list[str], list[str]]:
+        """(reasons that forbid launching, reasons that only "launch anyway" may override)."""
+        hard: list[str] = []
+        for name, msg in self.state.errors.items():
+            hard.append(msg if msg.startswith(name) else f"{name}: {msg}")
+        if self.hardware is None:
+            hard.append("the hardware is still being detected")
+        if self.model_error:
+            hard.append(self.model_error)
+        if self.hardware is not None and not self.state.errors:
+            from zerotui.tui.screens.precision import precision_choices
+            why = dict((v, r) for v, _, r in precision_choices(self.hardware)).get(self.state.plan.precision)
+            if why:
+                hard.append(f"precision {self.state.plan.precision} is not available here: {why}")
+        soft: list[str] = []
+        view = self.budget_view
+        if not hard:
+            if view.budget is None or view.pending:
+                hard.append("the memory estimate is still running")
+            elif not view.budget.fits:
+                from zerotui.tui.widgets.budget_bar import format_bytes
+                b = view.budget
+                over = [f"{n} needs {format_bytes(need)} of {format_bytes(cap)}"
+                        for n, need, cap in (("GPU", b.gpu_bytes, b.gpu_capacity), ("CPU RAM", b.cpu_bytes, b.cpu_capacity),
+                                             ("NVMe", b.nvme_bytes, b.nvme_capacity)) if need > cap]
+                soft.append("does not fit: " + ("; ".join(over) or "the estimate says so") + " (Fit: ctrl+g)")
+        return hard, soft
+
+    # -- navigation -------------------------------------------------------------------------------
+    @property
+    def current_step(self) -> Optional[str]:
+        return getattr(self.screen, "STEP", None) or None
+
+    def go_to_step(self, key: str) -> None:
+        if key not in STEP_KEYS:
+            return
+        if self.current_step == key:
+            return
+        screen = _step_screen(key)
+        if self.current_step:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    def action_go_to_step(self, key: str) -> None:
+        self.go_to_step(key)
+
+    def action_next_step(self) -> None:
+        cur = self.current_step
+        if cur is None:
+            self.go_to_step(STEP_KEYS[0])
+        elif cur != STEP_KEYS[-1]:
+            self.go_to_step(STEP_KEYS[STEP_KEYS.index(cur) + 1])
+
+    def action_previous_step(self) -> None:
+        cur = self.current_step
+        if cur is None:
+            return
+        i = STEP_KEYS.index(cur)
+        if i == 0:
+            self.pop_screen()  # back to the hardware screen
+        else:
+            self.go_to_step(STEP_KEYS[i - 1])
+
+    def action_new_run(self) -> None:
+        self.go_to_step(STEP_KEYS[0])
+
+    def action_choose_preset(self) -> None:
+        from zerotui.tui.screens.preset_picker import PresetPickerScreen
+
+        def chosen(name: Optional[str]) -> None:
+            if name:
+                self.open_preset(name)
+        self.push_screen(PresetPickerScreen(), chosen)
+
+    def action_attach(self) -> None:
+        from zerotui.tui.screens.runs import RunsScreen
+        self.push_screen(RunsScreen(runs_dir=self.runs_dir))
+
+    def open_dashboard(self, paths: Any) -> None:
+        from zerotui.tui.screens.dashboard import DashboardScreen
+        self.push_screen(DashboardScreen(paths, live=True))
+
+    def action_help(self) -> None:
+        from zerotui.tui.screens.help import HelpScreen
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    # -- Fit --------------------------------------------------------------------------------------
+    def action_fit(self) -> None:
+        if self.hardware is None:
+            self.notify("Still detecting the hardware; try again in a moment.", title="Fit")
+            return
+        if self.state.errors:
+            self.notify(self.launch_blockers()[0][0], title="Fit needs a valid plan", severity="warning")
+            return
+        self.find_fitting_plans(self.state.plan, self.hardware, self.state.revision)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="fit",
+          description="rank plans that fit this machine")
+    def find_fitting_plans(self, plan: Plan, hardware: Hardware, revision: int) -> None:
+        worker = get_current_worker()
+        try:
+            spec = self.spec_for(plan)
+            from zerotui.core.fit import recommend, why_nothing_fits
+            recs = recommend(plan, hardware, spec=spec)
+            why = [] if recs else why_nothing_fits(plan, hardware)
+            message = FitReady(revision, list(recs), list(why))
+        except ZeroTuiError as err:
+            message = FitReady(revision, error=err.one_line())
+        if not worker.is_cancelled:
+            self.post_message(message)
+
+    def on_fit_ready(self, message: FitReady) -> None:
+        from zerotui.tui.screens.fit import FitScreen
+        self.last_fit = message
+        if message.error or not message.recommendations:
+            self.push_screen(FitScreen(self.state.plan, message, applied=None))
+            return
+        original = self.state.plan
+        self.apply_plan(message.recommendations[0].plan)
+
+        def chosen(choice: Optional[int]) -> None:
+            if choice is None:
+                return
+            if choice < 0:
+                self.apply_plan(original)
+                self.notify("Back to the plan you had before Fit.", title="Fit undone")
+            else:
+                self.apply_plan(message.recommendations[choice].plan)
+        self.push_screen(FitScreen(original, message, applied=0), chosen)
+
+    # -- launch -----------------------------------------------------------------------------------
+    def action_launch(self, anyway: bool = False) -> None:
+        hard, soft = self.launch_blockers()
+        if hard or (soft and not anyway):
+            self.notify((hard or soft)[0], title="Cannot launch yet", severity="error", timeout=8)
+            return
+        self.notify("Starting the run…", title="Launch", timeout=3)
+        self.start_run_worker(self.state.plan, self.hardware, self.runs_dir, anyway)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="launch", description="start the run")
+    def start_run_worker(self, plan: Plan, hardware: Hardware, runs_dir: Optional[Path], force: bool) -> None:
+        try:
+            from zerotui.core.launch import start_run
+            paths = start_run(plan, hardware, runs_dir=runs_dir, force=force)
+        except ZeroTuiError as err:
+            self.post_message(RunLaunched(error=err.message, hint=err.hint))
+            return
+        self.post_message(RunLaunched(paths))
+
+    def on_run_launched(self, message: RunLaunched) -> None:
+        if message.error:
+            from zerotui.tui.screens.error_modal import ErrorScreen
+            self.push_screen(ErrorScreen("The run could not start", message.error, message.hint))
+            return
+        self.notify(f"Run started in {message.paths.root}", title="Launched", timeout=6)
+        self.open_dashboard(message.paths)
+
+    # -- command palette --------------------------------------------------------------------------
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield SystemCommand("New run", "Start the wizard at the model step", self.action_new_run)
+        yield SystemCommand("Open a preset", "Load a built-in or saved preset and review it",
+                            self.action_choose_preset)
+        yield SystemCommand("Attach to a run", "Open the dashboard of a live or finished run", self.action_attach)
+        for i, (key, title) in enumerate(STEPS, 1):
+            yield SystemCommand(f"Go to step {i}: {title}", f"Jump to the {title} step",
+                                lambda key=key: self.go_to_step(key))
+        yield SystemCommand("Fit to this machine", "Apply the fastest plan that fits, with alternatives",
+                            self.action_fit)
+        yield SystemCommand("Toggle the memory breakdown", "Show or hide what the memory is made of",
+                            self.action_toggle_breakdown)
+        if self.current_step == "review":
+            yield SystemCommand("Launch", "Start the run and open its dashboard", self.action_launch)
+            yield SystemCommand("Save preset", "Save this plan as a named preset", screen.action_save_preset)
+            yield SystemCommand("Export", "Write ds_config.json and launch.sh", screen.action_export)
+            yield SystemCommand("Copy ds_config.json", "Copy the DeepSpeed config to the clipboard",
+                                screen.action_copy_config)
+            yield SystemCommand("Copy launch command", "Copy the exact command to the clipboard",
+                                screen.action_copy_command)
+        yield SystemCommand("Help", "Keys and steps of the wizard", self.action_help)

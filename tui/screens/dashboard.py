@@ -1,0 +1,420 @@
+"""The dashboard: one run's charts, numbers, log and controls, live or finished.
+
+Data flow (DESIGN.md "Processes and threads", STYLE.md rules 3-7):
+
+* one thread worker reads the whole ``events.jsonl`` into a ``RunHistory`` (``core.history``) and hands
+  it over in a ``HistoryLoaded`` message; it then follows the file and posts ``EventsArrived`` batches
+  (every poll's new lines in one message) and ``RunStateChanged`` from ``status.json``;
+* the UI thread owns the history from then on: it applies each batch (bounded, vectorised) and marks
+  the charts whose series changed;
+* a timer redraws stale, visible charts from their downsampled series, within a time budget per tick,
+  so neither a fast run nor a 32-hour history can make the UI lag.
+
+Control keys append to ``control.jsonl`` (``core.runs.send_control``); the worker's ``control_ack``
+event shows up in the log and as a notification. Detach quits the UI; the run goes on.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable, Optional
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, Horizontal
+from textual.screen import Screen
+from textual.widgets import Footer, Tab, Tabs
+from textual.worker import Worker, WorkerState, get_current_worker
+
+from zerotui.core.errors import ZeroTuiError
+from zerotui.core.history import ALERT_GROUP, Changes, RunHistory, estimate_gpu_bytes
+from zerotui.core.history_reader import EventFollower, load_history
+from zerotui.core.runs import RunPaths, read_status, run_state, send_control
+from zerotui.tui.messages import EstimateReady, EventsArrived, HistoryLoaded, RunResumeDone, RunStateChanged
+from zerotui.tui.screens.confirm import ConfirmScreen
+from zerotui.tui.screens.dashboard_css import DASHBOARD_CSS
+from zerotui.tui.widgets.charts import ZOOMS, SeriesChart
+from zerotui.tui.widgets.gpu_chart import GpuMemoryChart, GpuUtilChart
+from zerotui.tui.widgets.host_chart import HostChart
+from zerotui.tui.widgets.loss_chart import LossChart, LossScaleChart
+from zerotui.tui.widgets.phase_panel import PhasePanel
+from zerotui.tui.widgets.run_header import HeaderFacts, RunHeader
+from zerotui.tui.widgets.run_log import RunLog
+from zerotui.tui.widgets.speed_chart import ThroughputChart
+from zerotui.tui.widgets.stat_panel import StatPanel
+
+#: Panes in tab order (narrow terminals show one at a time): tab id -> widget id.
+PANES = (("loss", "Loss"), ("scale", "Scale"), ("gpu", "GPU"), ("speed", "Speed"), ("host", "Host"),
+         ("stats", "Stats"), ("log", "Log"))
+#: Which panes each history change group redraws.
+GROUP_CHARTS = {"loss": ("chart-loss",), "scale": ("chart-scale",), "gpu": ("chart-gpu-util", "chart-gpu-mem"),
+                "speed": ("chart-speed",), "host": ("chart-host",)}
+#: The grid layout needs this much room; smaller terminals (80×24) get tabs, one pane at a time.
+WIDE_MIN = (120, 32)
+TICK_S = 0.25
+#: Chart building per tick stops after this, leaving the rest for the next tick: a frame stays < 50 ms
+#: (issue 6) even when every chart changed at once (measured: benchmarks/results/dashboard-*.json).
+TICK_BUDGET_MS = 30.0
+LIVE_STATES = ("starting", "running", "paused", "stopping")
+
+
+class DashboardScreen(Screen):
+    DEFAULT_CSS = DASHBOARD_CSS
+    BINDINGS = [
+        Binding("p", "pause_resume", "Pause/resume"),
+        Binding("c", "checkpoint", "Checkpoint"),
+        Binding("s", "stop", "Stop"),
+        Binding("x", "stop_now", "Stop now"),
+        Binding("u", "resume_run", "Resume run"),
+        Binding("d,q", "detach", "Detach"),
+        Binding("z", "zoom", "Zoom"),
+        Binding("t", "x_axis", "Time/steps"),
+        Binding("l", "log_scale", "Log loss"),
+        Binding("a", "clear_alerts", "Clear alerts"),
+        Binding("r", "runs", "Runs"),
+        *[Binding(str(i + 1), f"pane('{key}')", label, show=False) for i, (key, label) in enumerate(PANES)],
+    ]
+
+    def __init__(self, paths: RunPaths, live: bool = True, clock: Callable[[], float] = time.time,
+                 poll_s: float = TICK_S) -> None:
+        super().__init__()
+        self.paths = RunPaths(Path(getattr(paths, "root", paths)))  # a RunPaths, a folder path or a str
+        self.live = live                  # False: read-only (no control keys) whatever the run's state
+        self.clock = clock                # tests freeze it: nothing on screen depends on the real time
+        self.poll_s = poll_s
+        self.history: Optional[RunHistory] = None
+        self.state = "starting"
+        self.status: dict = {}
+        self.zoom = 0
+        self.x_mode = "time"
+        self.pane = "loss"
+        self.estimate_bytes: Optional[int] = None
+        self.estimate_state = "none"       # none | pending | done (tests wait for "done" before a snapshot)
+        self.pending: dict[str, str] = {}  # control command id -> command, until the worker acks it
+        self.alerted: set[str] = set()     # chart groups highlighted by an alert
+        self.tick_ms: list[float] = []     # chart build time per tick (the benchmark reads it)
+        self.load_seconds: Optional[float] = None
+        self._stats_dirty = True
+        self._last_stats = 0.0
+        self._next_chart = 0
+
+    # -- layout -----------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield RunHeader(id="dash-header")
+        yield Tabs(*[Tab(label, id=f"tab-{key}") for key, label in PANES], id="dash-tabs")
+        with Container(id="dash-body"):
+            yield StatPanel(id="pane-stats", classes="pane")
+            yield PhasePanel(id="pane-phases", classes="pane")
+            yield LossChart(id="chart-loss", classes="pane chart")
+            yield LossScaleChart(id="chart-scale", classes="pane chart")
+            yield RunLog(id="pane-log", classes="pane")
+            with Horizontal(id="pane-gpu", classes="pane"):
+                yield GpuUtilChart(id="chart-gpu-util", classes="chart")
+                yield GpuMemoryChart(id="chart-gpu-mem", classes="chart")
+            yield ThroughputChart(id="chart-speed", classes="pane chart")
+            yield HostChart(id="chart-host", classes="pane chart")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(StatPanel).border_title = "run"
+        self.query_one(PhasePanel).border_title = "start-up"
+        self._layout()
+        self._show_pane(self.pane)
+        self._render_texts()
+        self.follow_events()
+        self.set_interval(self.poll_s, self._tick, name="dashboard redraw")
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    def _layout(self) -> None:
+        wide = self.size.width >= WIDE_MIN[0] and self.size.height >= WIDE_MIN[1]
+        self.set_class(wide, "-wide")
+        self.set_class(not wide, "-narrow")
+        self.refresh_bindings()
+
+    @property
+    def charts(self) -> list[SeriesChart]:
+        return list(self.query(SeriesChart))
+
+    def _show_pane(self, key: str) -> None:
+        self.pane = key
+        for w in self.query(".pane"):
+            w.set_class(w.id in (f"pane-{key}", f"chart-{key}") or (key == "loss" and w.id == "pane-phases"),
+                        "-active")
+        tabs = self.query_one(Tabs)
+        if tabs.active != f"tab-{key}":
+            tabs.active = f"tab-{key}"
+        for chart in self.charts:
+            chart.dirty = True
+
+    @on(Tabs.TabActivated, "#dash-tabs")
+    def _tab(self, event: Tabs.TabActivated) -> None:
+        if event.tab.id and event.tab.id[4:] != self.pane:
+            self._show_pane(event.tab.id[4:])
+
+    # -- the thread that reads the file -----------------------------------------------------------
+    @work(thread=True, exclusive=True, exit_on_error=False, group="dashboard-events",
+          description="read and follow events.jsonl")
+    def follow_events(self) -> None:
+        worker = get_current_worker()
+        started = time.perf_counter()
+        history, offset = load_history(self.paths.events, cancelled=lambda: worker.is_cancelled)
+        self.post_message(HistoryLoaded(history, offset, time.perf_counter() - started))
+        follower = EventFollower(self.paths.events, offset)
+        last_state: Optional[tuple] = None
+        next_state_check = 0.0
+        while not worker.is_cancelled:
+            events, truncated = follower.poll()
+            if truncated:  # rewritten by an outside tool: start again rather than count events twice
+                history, follower.offset = load_history(self.paths.events, cancelled=lambda: worker.is_cancelled)
+                self.post_message(HistoryLoaded(history, follower.offset, 0.0))
+            elif events:
+                self.post_message(EventsArrived(events))
+            if time.monotonic() >= next_state_check:
+                next_state_check = time.monotonic() + 1.0
+                status = read_status(self.paths)
+                state = run_state(self.paths, now=self.clock())
+                key = (state, status.get("heartbeat"), status.get("state"))
+                if key != last_state:
+                    last_state = key
+                    self.post_message(RunStateChanged(state, status))
+            if not events:
+                time.sleep(self.poll_s)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="dashboard-estimate",
+          description="memory estimate of the run's plan")
+    def compute_estimate(self, started: dict) -> None:
+        self.estimate_state = "pending"
+        gpu_bytes, error = estimate_gpu_bytes(started)
+        self.post_message(EstimateReady(gpu_bytes, error))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.group.startswith("dashboard"):
+            err = event.worker.error
+            self.notify(f"{event.worker.description} failed: {err}", severity="error", timeout=10)
+            self.query_one(RunLog).note(self.clock(), f"{event.worker.description} failed: {err}", "error")
+
+    # -- messages from the threads ----------------------------------------------------------------
+    def on_history_loaded(self, message: HistoryLoaded) -> None:
+        message.stop()
+        self.history = message.history
+        self.load_seconds = message.seconds
+        for chart in self.charts:
+            chart.set_history(self.history)
+        log = self.query_one(RunLog)
+        log.clear()
+        log.add(self.history.log)
+        if self.history.started:
+            self.compute_estimate(self.history.started)
+        self._stats_dirty = True
+        self._tick()
+
+    def on_events_arrived(self, message: EventsArrived) -> None:
+        message.stop()
+        if self.history is None:
+            return
+        had_started = self.history.started
+        changes = self.history.apply(message.events)
+        self._changed(changes)
+        if self.history.started is not had_started and self.history.started:
+            self.compute_estimate(self.history.started)
+
+    def _changed(self, ch: Changes) -> None:
+        for group in ch.groups:
+            for chart_id in GROUP_CHARTS.get(group, ()):
+                self.query_one(f"#{chart_id}", SeriesChart).dirty = True
+        if self.zoom and ch.groups & set(GROUP_CHARTS):  # a window sliding with time moves every chart
+            for chart in self.charts:
+                chart.dirty = True
+        if ch.log:
+            self.query_one(RunLog).add(ch.log)
+        for alert in ch.alerts:
+            kind = str(alert.get("kind") or "alert")
+            self.notify(f"{alert.get('message', '')}\n{alert.get('hint', '')}".strip(), title=f"alert: {kind}",
+                        severity="error" if kind in ("oom", "nonfinite_loss") else "warning", timeout=15)
+            self.alerted.add(ALERT_GROUP.get(kind, "loss"))
+        for ack in ch.acks:
+            command = self.pending.pop(str(ack.get("id")), None)
+            if command is not None:
+                ok = bool(ack.get("ok"))
+                self.notify(f"{command}: {ack.get('message') or ('done' if ok else 'refused')}",
+                            severity="information" if ok else "warning")
+        if ch.groups & {"stats", "state", "phase"} or ch.acks:
+            self._stats_dirty = True
+        if "state" in ch.groups:
+            self.refresh_bindings()
+
+    def on_run_state_changed(self, message: RunStateChanged) -> None:
+        message.stop()
+        self.state, self.status = message.state, message.status
+        self._stats_dirty = True
+        self.refresh_bindings()
+
+    def on_estimate_ready(self, message: EstimateReady) -> None:
+        message.stop()
+        self.estimate_bytes = message.gpu_bytes
+        self.estimate_state = "done"
+        self.query_one(GpuMemoryChart).set_estimate(message.gpu_bytes)
+
+    def on_run_resume_done(self, message: RunResumeDone) -> None:
+        message.stop()
+        if message.error:
+            self.notify(message.error, title="resume failed", severity="error", timeout=15)
+        else:
+            self.notify("a new worker continues the run from its last checkpoint", title="resumed")
+            self.query_one(RunLog).note(self.clock(), "resume requested: a new worker was started")
+
+    # -- redraw -----------------------------------------------------------------------------------
+    @property
+    def outcome(self) -> str:
+        """The state shown: the event stream's final state wins over status.json."""
+        if self.history is not None and self.history.finished:
+            return str(self.history.finished.get("state") or "completed")
+        return self.state
+
+    def _tick(self) -> None:
+        if self.history is None:
+            return
+        startup = self.history.step is None and not self.history.finished and bool(self.history.phases)
+        self.set_class(startup, "-startup")
+        has_scale = self.history.series["loss_scale"].latest is not None
+        self.set_class(not has_scale, "-no-scale")
+        window = ZOOMS[self.zoom][1]
+        for chart in self.charts:
+            chart.configure(window, self.x_mode)
+            chart.set_class(self._chart_group(chart) in self.alerted, "-alert")
+        spent = 0.0
+        charts = self.charts
+        # Round-robin start: when the budget runs out, the charts left over go first next tick.
+        order = charts[self._next_chart:] + charts[:self._next_chart]
+        for i, chart in enumerate(order):
+            if spent >= TICK_BUDGET_MS:
+                self._next_chart = charts.index(chart)
+                break
+            spent += chart.redraw()
+        if spent:
+            self.tick_ms.append(spent)
+            del self.tick_ms[:-1000]
+        now = self.clock()
+        if self._stats_dirty or (self.outcome in LIVE_STATES and now - self._last_stats >= 1.0):
+            self._render_texts()
+
+    @staticmethod
+    def _chart_group(chart: SeriesChart) -> str:
+        for group, ids in GROUP_CHARTS.items():
+            if chart.id in ids:
+                return group
+        return ""
+
+    def _render_texts(self) -> None:
+        now = self.clock()
+        self._stats_dirty = False
+        self._last_stats = now
+        self.query_one(StatPanel).show(self.history, now)
+        self.query_one(PhasePanel).show(self.history, now, self.outcome)
+        self.query_one(RunHeader).show(self.history, HeaderFacts(
+            self.paths.name, self.outcome, self.live, ZOOMS[self.zoom][0], self.x_mode, self.status,
+            list(self.pending.values())), now)
+
+    # -- actions ----------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
+        if action in ("pause_resume", "checkpoint", "stop", "stop_now"):
+            return self.live and self.outcome in LIVE_STATES
+        if action == "resume_run":
+            return self.live and self.outcome in ("lost", "stopped", "failed")
+        if action == "clear_alerts":
+            return bool(self.alerted)
+        if action == "pane":
+            return self.has_class("-narrow")
+        return True
+
+    def _control(self, command: str) -> None:
+        try:
+            entry = send_control(self.paths, command, by="dashboard")
+        except ZeroTuiError as err:
+            self.notify(err.one_line(), title=f"{command} not sent", severity="error")
+            return
+        self.pending[str(entry["id"])] = command
+        self.query_one(RunLog).note(self.clock(), f"{command} sent to the worker")
+        self._stats_dirty = True
+        self._render_texts()
+
+    def action_pause_resume(self) -> None:
+        self._control("resume" if self.outcome == "paused" else "pause")
+
+    def action_checkpoint(self) -> None:
+        self._control("checkpoint")
+
+    def action_stop(self) -> None:
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self._control("stop")
+        self.app.push_screen(ConfirmScreen(
+            "Stop the run?", "The worker writes a checkpoint, then exits. `zerotui resume` continues it "
+            "later from that checkpoint.", yes="Stop"), answer)
+
+    def action_stop_now(self) -> None:
+        ck = self.history.last_checkpoint if self.history else None
+        since = f"step {ck.get('step')}" if ck else "the start (there is no checkpoint yet)"
+
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self._control("stop-now")
+        self.app.push_screen(ConfirmScreen(
+            "Stop now, without a checkpoint?", f"Training since {since} is lost; the worker exits at the "
+            "next step.", yes="Stop now"), answer)
+
+    def action_resume_run(self) -> None:
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self.resume_worker()
+        self.app.push_screen(ConfirmScreen(
+            "Resume this run?", "A new worker starts from the run's newest complete checkpoint and "
+            "appends to the same event stream.", yes="Resume"), answer)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="dashboard-resume",
+          description="resume the run")
+    def resume_worker(self) -> None:
+        try:
+            from zerotui.core.launch import resume_run
+
+            self.post_message(RunResumeDone(resume_run(self.paths)))
+        except ZeroTuiError as err:
+            self.post_message(RunResumeDone(None, err.one_line()))
+        except ImportError:
+            self.post_message(RunResumeDone(None, "resuming is not available in this version"))
+
+    def action_detach(self) -> None:
+        """Quit the UI; the worker runs in its own session and keeps training."""
+        self.app.exit(0)
+
+    def action_zoom(self) -> None:
+        self.zoom = (self.zoom + 1) % len(ZOOMS)
+        self._stats_dirty = True
+        self._tick()
+
+    def action_x_axis(self) -> None:
+        self.x_mode = "step" if self.x_mode == "time" else "time"
+        self._stats_dirty = True
+        self._tick()
+
+    def action_log_scale(self) -> None:
+        chart = self.query_one(LossChart)
+        chart.log_y = not chart.log_y
+        chart.dirty = True
+        self._tick()
+
+    def action_clear_alerts(self) -> None:
+        self.alerted.clear()
+        self.refresh_bindings()
+        self._tick()
+
+    def action_pane(self, key: str) -> None:
+        self._show_pane(key)
+
+    def action_runs(self) -> None:
+        from zerotui.tui.screens.runs import RunsScreen
+
+        self.app.push_screen(RunsScreen(runs_dir=self.paths.root.parent))

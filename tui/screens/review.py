@@ -1,0 +1,164 @@
+"""Step 5, review: the plan in plain words, warnings, the generated ds_config.json and the exact launch
+command (both copyable), and the Save preset / Export / Launch actions.
+
+Launch is disabled with the reason while the plan is invalid or does not fit; "Launch anyway" appears
+only for "does not fit" (an invalid plan cannot be started at all).
+"""
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.highlight import highlight
+from textual.widgets import Button, Label, Static
+
+from zerotui.core.errors import ZeroTuiError
+from zerotui.tui.plan_words import plan_in_words
+from zerotui.tui.screens.step import StepScreen
+
+#: Shown in place of the run folder, which gets its timestamped name only at launch.
+RUN_DIR_PLACEHOLDER = "<YYYYmmdd-HHMMSS>-{name}"
+
+
+class ReviewScreen(StepScreen):
+    STEP = "review"
+    BINDINGS = [
+        Binding("l", "launch", "Launch"),
+        Binding("s", "save_preset", "Save preset"),
+        Binding("e", "export", "Export"),
+        Binding("c", "copy_config", "Copy config", show=False),
+        Binding("y", "copy_command", "Copy command", show=False),
+    ]
+
+    def compose_form(self) -> ComposeResult:
+        yield Label("The plan", classes="section-title")
+        yield Static("", id="review-words", markup=False)
+        yield Static("", id="review-warnings", markup=False)
+        yield Static("", id="launch-status", markup=False)
+        with Horizontal(id="review-actions"):
+            yield Button("Launch  l", id="launch", variant="success", compact=True)
+            yield Button("Launch anyway", id="launch-anyway", variant="warning", compact=True)
+            yield Button("Save preset  s", id="save-preset", compact=True)
+            yield Button("Export  e", id="export", compact=True)
+        yield Label("Launch command (y copies)", classes="section-title")
+        yield Static("", id="review-command", markup=False)
+        yield Label("ds_config.json (c copies)", classes="section-title")
+        yield Static("", id="review-config")
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        self.refresh_derived()
+        self.query_one("#form").focus()
+
+    def on_budget_changed(self) -> None:
+        self.refresh_derived()
+
+    # -- what is shown ----------------------------------------------------------------------------
+    def ds_config_text(self) -> str:
+        from zerotui.core.dsconfig import build_ds_config
+        app = self.app
+        hw = app.hardware
+        plan = self.state.plan
+        config = build_ds_config(plan, plan.world_size(hw.gpu_count if hw else 0), getattr(app, "spec", None))
+        return json.dumps(config, indent=2)
+
+    def command_text(self) -> str:
+        from zerotui.core.launcher import launcher_argv
+        from zerotui.core.runs import default_runs_dir
+        app = self.app
+        plan = self.state.plan
+        base = Path(getattr(app, "runs_dir", None) or plan.runs_dir or default_runs_dir())
+        run_dir = base / RUN_DIR_PLACEHOLDER.format(name=plan.name)
+        argv = launcher_argv(plan, run_dir, app.hardware, python=sys.executable)
+        return shlex.join(argv)
+
+    def refresh_derived(self) -> None:
+        app = self.app
+        hw = getattr(app, "hardware", None)
+        words = plan_in_words(self.state.plan, hw, getattr(app, "spec", None))
+        self.query_one("#review-words", Static).update("\n".join(f"• {w}" for w in words))
+
+        warnings: list[str] = []
+        budget = app.budget_view.budget
+        if budget is not None:
+            warnings += list(getattr(budget, "warnings", []) or [])
+        self.query_one("#review-warnings", Static).update("\n".join(f"! {w}" for w in warnings))
+        self.query_one("#review-warnings").display = bool(warnings)
+
+        hard, soft = app.launch_blockers()
+        status = self.query_one("#launch-status", Static)
+        launch = self.query_one("#launch", Button)
+        anyway = self.query_one("#launch-anyway", Button)
+        launch.disabled = bool(hard or soft)
+        anyway.display = bool(soft) and not hard
+        if hard:
+            status.update("✗ Launch is disabled: " + "; ".join(hard[:3]))
+        elif soft:
+            status.update("✗ Launch is disabled: " + soft[0] + '. "Launch anyway" overrides it.')
+        else:
+            status.update("✓ Ready to launch.")
+        status.set_class(bool(hard or soft), "error")
+
+        if hw is None or self.state.errors:
+            return
+        for target, build in (("#review-config", self.ds_config_text), ("#review-command", self.command_text)):
+            widget = self.query_one(target, Static)
+            try:
+                text = build()
+            except ZeroTuiError as err:
+                widget.update(f"✗ {err.one_line()}")
+                continue
+            except ImportError as err:
+                widget.update(f"(not available in this version: {err.name})")
+                continue
+            if target == "#review-config":
+                widget.update(highlight(text, language="json"))  # theme-aware colours, NO_COLOR-safe
+            else:
+                widget.update(text)
+
+    # -- actions ----------------------------------------------------------------------------------
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        actions = {"launch": "launch", "launch-anyway": "launch_anyway", "save-preset": "save_preset",
+                   "export": "export"}
+        if event.button.id in actions:
+            self.run_action(actions[event.button.id])
+
+    def action_launch(self) -> None:
+        self.app.action_launch(anyway=False)
+
+    def action_launch_anyway(self) -> None:
+        self.app.action_launch(anyway=True)
+
+    def _copy(self, what: str, build) -> None:
+        try:
+            text = build()
+        except (ZeroTuiError, ImportError) as err:
+            self.notify(str(err), title=f"Cannot copy the {what}", severity="error")
+            return
+        self.app.copy_to_clipboard(text)
+        self.notify(f"Copied the {what} ({len(text)} characters) to the clipboard.", title="Copied")
+
+    def action_copy_config(self) -> None:
+        self._copy("ds_config.json", self.ds_config_text)
+
+    def action_copy_command(self) -> None:
+        self._copy("launch command", self.command_text)
+
+    def action_save_preset(self) -> None:
+        from zerotui.tui.screens.save_preset import SavePresetScreen
+        if self.state.errors:
+            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
+            return
+        self.app.push_screen(SavePresetScreen(self.state.plan))
+
+    def action_export(self) -> None:
+        from zerotui.tui.screens.export_dialog import ExportScreen
+        if self.state.errors:
+            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
+            return
+        self.app.push_screen(ExportScreen(self.state.plan))
