@@ -76,7 +76,7 @@ def list_presets() -> list[PresetInfo]:
 
 
 def _looks_like_path(text: str) -> bool:
-    return text.endswith(PRESET_SUFFIXES) or os.sep in text or "/" in text or Path(text).expanduser().exists()
+    return text.endswith(PRESET_SUFFIXES) or os.sep in text or "/" in text
 
 
 def _read_plan_file(path: Path, label: str) -> Plan:
@@ -112,10 +112,13 @@ def load_preset(name_or_path: str | Path) -> Plan:
     text = str(name_or_path)
     if not text.strip():
         raise PresetError("empty preset name", "give a preset name (`zerotui presets` lists them) or a .yaml path")
-    if isinstance(name_or_path, Path) or _looks_like_path(text):
+    known = {i.name: i for i in list_presets()}
+    # A bare name is a preset first: `zerotui export tiny-cpu-demo -o tiny-cpu-demo` makes a folder of that
+    # name, and `zerotui train tiny-cpu-demo` from the same place must still mean the preset.
+    if isinstance(name_or_path, Path) or _looks_like_path(text) or (text not in known and Path(text).exists()):
         path = Path(text).expanduser()
         return _read_plan_file(path, str(path))
-    info = find_preset(text)
+    info = known.get(text) or find_preset(text)
     return _read_plan_file(info.path, f"{info.where} preset '{info.name}' ({info.path})")
 
 

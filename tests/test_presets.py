@@ -149,3 +149,11 @@ def test_presets_command_lists_both_kinds(zerotui_cli, tmp_path):
     assert rows["tiny-cpu-demo"]["where"] == "built-in"
     text = zerotui_cli("presets").stdout
     assert "tiny-cpu-demo" in text and "my own" in text
+
+
+def test_a_folder_named_like_a_preset_does_not_shadow_it(tmp_path, monkeypatch, user_presets):
+    (tmp_path / "tiny-cpu-demo").mkdir()  # e.g. `zerotui export tiny-cpu-demo -o tiny-cpu-demo`
+    (tmp_path / "myplan").write_text("micro_batch: 3\n")
+    monkeypatch.chdir(tmp_path)
+    assert load_preset("tiny-cpu-demo").name == "tiny-cpu-demo"
+    assert load_preset("myplan").micro_batch == 3  # an existing file that is no preset is read as a plan

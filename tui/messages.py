@@ -112,9 +112,10 @@ class HistoryLoaded(Message):
 
 @dataclass
 class EventsArrived(Message):
-    """A batch of new events (never one message per event). A series of points: no can_replace."""
+    """A batch of new events (never one message per event), already parsed into columns off the UI
+    thread (``core.event_columns.Parsed``). A series of points: no can_replace."""
 
-    events: list[Any] = field(default_factory=list)
+    parsed: Any
 
 
 @dataclass

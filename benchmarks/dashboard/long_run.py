@@ -77,32 +77,51 @@ def child(run_dir: Path, size: tuple[int, int], live_s: float) -> dict:
             out["events_loaded"] = screen.history.events
             out["series_bytes"] = screen.history.nbytes()
             out["rss_mb_first_frame"] = proc.memory_info().rss / 2**20
+            out["cpu_s_first_frame"] = time.process_time()
             print("READY", flush=True)  # the parent starts appending now
+            # Time every repaint: the compositor's update plus the terminal encoding that a headless
+            # app skips (render_segments), so the figure is what a real terminal would cost.
+            paints: list[float] = []
+            display = app._display
+
+            def encoded_display(scr, renderable):
+                if renderable is not None and hasattr(renderable, "render_segments"):
+                    renderable.render_segments(app.console)
+                display(scr, renderable)
+            app._display = encoded_display
+            refresh = screen._compositor_refresh
+
+            def timed_refresh():
+                t = time.perf_counter()
+                refresh()
+                paints.append((time.perf_counter() - t) * 1000)
+            screen._compositor_refresh = timed_refresh
             screen.tick_ms.clear()
             steps_before = screen.history.current_step
             await asyncio.sleep(live_s)
             out["live_ticks_ms"] = list(screen.tick_ms)
+            out["live_paints_ms"] = list(paints)
             out["live_steps_seen"] = (screen.history.current_step or 0) - (steps_before or 0)
             redraws = []
             for zoom in range(len(ZOOMS)):
                 for x_mode in ("time", "step"):
                     screen.zoom, screen.x_mode = zoom, x_mode
                     for _ in range(5):
+                        # every chart stale at once (a zoom or axis key): build them all in one go, then
+                        # repaint. The dashboard's own tick would spread this over two ticks (budget).
                         for c in screen.charts:
                             c.dirty = True
+                        del paints[:]
                         t0 = time.perf_counter()
-                        screen._next_chart = 0
-                        # build every chart in one go (the timer would spread them over ticks)
                         for c in screen.charts:
                             c.configure(ZOOMS[zoom][1], x_mode)
                             c.redraw()
                         t1 = time.perf_counter()
-                        screen._on_timer_update()  # Textual's repaint of what changed, done now
-                        t2 = time.perf_counter()
-                        redraws.append({"zoom": ZOOMS[zoom][0], "x": x_mode, "ms": (t2 - t0) * 1000,
-                                        "build_ms": (t1 - t0) * 1000, "paint_ms": (t2 - t1) * 1000,
+                        await pilot.pause(0.05)  # the screen's update timer repaints (timed above)
+                        paint = sum(paints)
+                        redraws.append({"zoom": ZOOMS[zoom][0], "x": x_mode, "build_ms": (t1 - t0) * 1000,
+                                        "paint_ms": paint, "ms": (t1 - t0) * 1000 + paint,
                                         "charts_ms": {c.id: round(c.build_ms, 2) for c in screen.charts}})
-                        await pilot.pause(0.05)
             out["full_redraws"] = redraws
             out["rss_mb_end"] = proc.memory_info().rss / 2**20
             out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -223,6 +242,7 @@ def decode_speed(events: Path, limit: int = 60_000) -> dict:
 
 def summarize(runs: list[dict]) -> dict:
     ticks = [t for r in runs for t in r["live_ticks_ms"]]
+    live_paints = [t for r in runs for t in r["live_paints_ms"]]
     full = [d["ms"] for r in runs for d in r["full_redraws"]]
     paint = [d["paint_ms"] for r in runs for d in r["full_redraws"]]
     return {
@@ -234,7 +254,11 @@ def summarize(runs: list[dict]) -> dict:
                          "max": max(ticks) if ticks else None},
         "full_redraw_all_charts_ms": {"n": len(full), "median": statistics.median(full),
                                       "p95": sorted(full)[int(0.95 * (len(full) - 1))], "max": max(full)},
-        "repaint_ms": {"median": statistics.median(paint), "max": max(paint)},
+        "full_redraw_paint_ms": {"median": statistics.median(paint), "max": max(paint)},
+        "live_paint_ms": {"n": len(live_paints), "median": statistics.median(live_paints) if live_paints else None,
+                          "max": max(live_paints) if live_paints else None},
+        "live_frame_bound_ms": max(ticks or [0]) + max(live_paints or [0]),
+        "cpu_s_first_frame": {"max": max(r["cpu_s_first_frame"] for r in runs)},
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
     }
 
@@ -273,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     summary["meets_targets"] = {
         "first_frame": summary["first_frame_s"]["max"] < targets["first_frame_s"],
         "live_ticks": (summary["live_tick_ms"]["max"] or 0) < targets["redraw_ms"],
+        "live_frame_bound": summary["live_frame_bound_ms"] < targets["redraw_ms"],
         "full_redraw": summary["full_redraw_all_charts_ms"]["max"] < targets["redraw_ms"],
         "memory": max(r["peak_rss_mb"] for r in runs) < targets["rss_mb"],
     }
@@ -284,9 +309,10 @@ def main(argv: list[str] | None = None) -> int:
                     "note": "shared 2-core machine: other sessions' tests ran at the same time"},
         "events_file": counts, "targets": targets, "summary": summary,
         "decode": decode_speed(run_dir / "events.jsonl"),
-        "runs": [{k: v for k, v in r.items() if k not in ("full_redraws", "live_ticks_ms")} |
+        "runs": [{k: v for k, v in r.items() if k not in ("full_redraws", "live_ticks_ms", "live_paints_ms")} |
                  {"live_ticks_ms_max": max(r["live_ticks_ms"] or [0]),
                   "live_ticks": len(r["live_ticks_ms"]),
+                  "live_paint_ms_max": max(r["live_paints_ms"] or [0]),
                   "full_redraw_ms_max": max(d["ms"] for d in r["full_redraws"]),
                   "full_redraw_slowest": max(r["full_redraws"], key=lambda d: d["ms"])}
                  for r in runs],

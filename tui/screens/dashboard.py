@@ -28,6 +28,7 @@ from textual.widgets import Footer, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from zerotui.core.errors import ZeroTuiError
+from zerotui.core.event_columns import parse_events
 from zerotui.core.history import ALERT_GROUP, Changes, RunHistory, estimate_gpu_bytes
 from zerotui.core.history_reader import EventFollower, load_history
 from zerotui.core.runs import RunPaths, read_status, run_state, send_control
@@ -171,7 +172,8 @@ class DashboardScreen(Screen):
                 history, follower.offset = load_history(self.paths.events, cancelled=lambda: worker.is_cancelled)
                 self.post_message(HistoryLoaded(history, follower.offset, 0.0))
             elif events:
-                self.post_message(EventsArrived(events))
+                # parsed into columns here, off the UI thread; the UI only ingests the result
+                self.post_message(EventsArrived(parse_events(events)))
             if time.monotonic() >= next_state_check:
                 next_state_check = time.monotonic() + 1.0
                 status = read_status(self.paths)
@@ -216,7 +218,7 @@ class DashboardScreen(Screen):
         if self.history is None:
             return
         had_started = self.history.started
-        changes = self.history.apply(message.events)
+        changes = self.history.ingest(message.parsed)
         self._changed(changes)
         if self.history.started is not had_started and self.history.started:
             self.compute_estimate(self.history.started)
@@ -287,10 +289,11 @@ class DashboardScreen(Screen):
             chart.set_class(self._chart_group(chart) in self.alerted, "-alert")
         spent = 0.0
         charts = self.charts
-        # Round-robin start: when the budget runs out, the charts left over go first next tick.
+        # Round-robin start: when the budget runs out, the charts left over go first next tick. A chart
+        # is left for later when its last build time would take this tick past the budget.
         order = charts[self._next_chart:] + charts[:self._next_chart]
-        for i, chart in enumerate(order):
-            if spent >= TICK_BUDGET_MS:
+        for chart in order:
+            if spent and chart.dirty and spent + (chart.build_ms or 10.0) > TICK_BUDGET_MS:
                 self._next_chart = charts.index(chart)
                 break
             spent += chart.redraw()
