@@ -13,7 +13,8 @@ Two measurements, both of the real code paths (core/worker.py, core/events.py, c
    Each variant runs in its own process, alternating, ``--repeats`` times; the median time per step
    (wall clock between step events after warm-up) is compared.
 
-    .venv/bin/python benchmarks/worker_overhead.py --repeats 3 --steps 60 --out benchmarks/results/x.json
+    .venv/bin/python benchmarks/worker_overhead.py --repeats 5 --steps 80 --one-thread \
+        --out benchmarks/results/worker_overhead_cpu.json
 """
 from __future__ import annotations
 
@@ -86,11 +87,13 @@ def one_run(variant: str, steps: int) -> dict[str, Any]:
     hw = detect(probe_disks=False)
     atomic_write_json(paths.hardware, hw.to_dict())
     atomic_write_json(paths.ds_config, build_ds_config(plan, 1, None, run_dir=paths.root))
-    stamps: list[float] = []
+    stamps: list[tuple[float, float]] = []
 
     def record(type_: str, fields: dict) -> None:
         if type_ == "step":
-            stamps.append(time.perf_counter())
+            # Wall clock, and CPU seconds of every thread of this process: on a shared 2-core machine the
+            # wall clock swings with other people's work, the process's own CPU time much less.
+            stamps.append((time.perf_counter(), time.process_time()))
 
     if variant == "bare":
         from zerotui.core.control import ControlState
@@ -118,8 +121,9 @@ def one_run(variant: str, steps: int) -> dict[str, Any]:
             raise SystemExit(f"worker failed: {paths.log}")
     warm = 5
     s = stamps[warm:]
-    per_step = (s[-1] - s[0]) / (len(s) - 1)
-    return {"variant": variant, "steps": len(stamps), "s_per_step": per_step}
+    n = len(s) - 1
+    return {"variant": variant, "steps": len(stamps), "s_per_step": (s[-1][0] - s[0][0]) / n,
+            "cpu_s_per_step": (s[-1][1] - s[0][1]) / n}
 
 
 def main() -> int:
@@ -127,6 +131,7 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--one-thread", action="store_true", help="OMP_NUM_THREADS=1 in the runs (steadier CPU time)")
     ap.add_argument("--one", choices=("bare", "off", "on"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
@@ -134,27 +139,35 @@ def main() -> int:
         return 0
     result: dict[str, Any] = {"micro": micro()}
     print(json.dumps(result["micro"], indent=2), flush=True)
-    runs: dict[str, list[float]] = {"bare": [], "off": [], "on": []}
+    runs: dict[str, dict[str, list[float]]] = {v: {"wall": [], "cpu": []} for v in ("bare", "off", "on")}
     for rep in range(args.repeats):
         for variant in ("bare", "off", "on") if rep % 2 == 0 else ("on", "off", "bare"):
+            # One intra-op thread: OpenMP threads that spin while descheduled by other people's work
+            # would turn CPU time into noise too (seen: 0.06 to 0.34 CPU s for the same step).
+            env = {**os.environ, "OMP_NUM_THREADS": "1"} if args.one_thread else None
             out = subprocess.run([sys.executable, __file__, "--one", variant, "--steps", str(args.steps)],
-                                 capture_output=True, text=True, check=True)
+                                 capture_output=True, text=True, check=True, env=env)
             rec = json.loads(out.stdout.strip().splitlines()[-1])
-            runs[variant].append(rec["s_per_step"])
-            print(variant, f"{rec['s_per_step'] * 1000:.2f} ms/step", flush=True)
-    med = {k: statistics.median(v) for k, v in runs.items()}
-    result["runs_s_per_step"] = runs
-    result["median_s_per_step"] = med
-    result["on_vs_off"] = med["on"] / med["off"] - 1
-    result["on_vs_bare"] = med["on"] / med["bare"] - 1
+            runs[variant]["wall"].append(rec["s_per_step"])
+            runs[variant]["cpu"].append(rec["cpu_s_per_step"])
+            print(f"{variant}: {rec['s_per_step'] * 1000:.1f} ms/step wall, "
+                  f"{rec['cpu_s_per_step'] * 1000:.1f} ms/step CPU", flush=True)
+    med = {v: {k: statistics.median(x) for k, x in r.items()} for v, r in runs.items()}
+    result["runs_per_step"] = runs
+    result["median_per_step"] = med
+    for k in ("wall", "cpu"):
+        result[f"on_vs_off_{k}"] = med["on"][k] / med["off"][k] - 1
+        result[f"on_vs_bare_{k}"] = med["on"][k] / med["bare"][k] - 1
     m = result["micro"]
-    # Per step at log_interval 1 and telemetry every 5 s (the default), for this run's step time.
-    step = med["off"]
+    # Modelled from the per-call costs: a step event every step, telemetry every 5 s (the default),
+    # heartbeat every 2 s, control poll every 0.25 s, at this run's median wall time per step.
+    step = med["off"]["wall"]
     result["modelled_cost_per_step_fraction"] = (m["step_event_s"] + m["telemetry_sample_and_event_s"] * step / 5.0
                                                  + m["heartbeat_s"] * step / 2.0
                                                  + m["control_poll_s"] * step / 0.25) / step
     result["env"] = {"python": platform.python_version(), "machine": platform.machine(), "cpus": os.cpu_count(),
-                     "steps": args.steps, "repeats": args.repeats, "command": " ".join(sys.argv),
+                     "steps": args.steps, "repeats": args.repeats,
+                     "one_thread": args.one_thread, "command": " ".join(sys.argv),
                      "date": time.strftime("%Y-%m-%d")}
     try:
         import deepspeed

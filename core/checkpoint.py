@@ -99,17 +99,29 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def is_disk_full(exc: BaseException) -> bool:
     """ENOSPC and friends, also when torch's zip writer wraps them ('file write failed')."""
+    return _write_error(exc) is not None
+
+
+def _write_error(exc: BaseException) -> Optional[str]:
+    """Why writing failed, in words, when ``exc`` (or what it wraps) is a failed write; else None.
+
+    torch's zip writer turns a short write into a RuntimeError from inline_container.cc ('file write
+    failed', or 'unexpected pos' when part of a block got through), losing the errno.
+    """
     seen: set[int] = set()
     e: Optional[BaseException] = exc
     while e is not None and id(e) not in seen:
         seen.add(id(e))
         if isinstance(e, OSError) and e.errno in _DISK_ERRNOS:
-            return True
+            return {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                    errno.EFBIG: "a file grew past the size limit"}[e.errno]
         text = str(e)
-        if "No space left" in text or "file write failed" in text or "File too large" in text:
-            return True
+        if "No space left" in text:
+            return "the disk is full"
+        if "file write failed" in text or "inline_container" in text or "File too large" in text:
+            return "a write failed"
         e = e.__cause__ or e.__context__
-    return False
+    return None
 
 
 class Checkpointer:
@@ -151,8 +163,9 @@ class Checkpointer:
                                                   "plan_hash": client.get("plan_hash")})
                 atomic_write_text(self.folder / "latest", tag)
         except Exception as exc:
-            if is_disk_full(exc):
-                raise self._disk_full(path, step) from None
+            why = _write_error(exc)
+            if why is not None:
+                raise self._write_failed(path, step, why) from None
             raise
         seconds = time.monotonic() - started
         self.last_saved_step = step
@@ -164,18 +177,21 @@ class Checkpointer:
             self.prune()
         return info
 
-    def _disk_full(self, path: Path, step: int) -> RunError:
+    def _write_failed(self, path: Path, step: int, why: str) -> RunError:
         previous = newest_complete(self.folder)
         if self.rank == 0:
             shutil.rmtree(path, ignore_errors=True)  # frees what was written; the marker never was
-        where = self.folder
         try:
-            free = shutil.disk_usage(where).free
+            free = shutil.disk_usage(self.folder).free
             free_s = f"{free / 2**30:.1f} GiB free"
+            # torch's writer loses the errno; less room than one checkpoint needs says what happened.
+            if why == "a write failed" and previous is not None and free < _tree_size(previous.path):
+                why = "the disk is full"
         except OSError:
             free_s = "free space unknown"
         kept = f"checkpoint {previous.tag} is intact" if previous else "no earlier checkpoint exists"
-        message = f"checkpoint at step {step} failed: the disk under {where} is full ({free_s}); {kept}"
+        message = (f"checkpoint at step {step} could not be written under {self.folder}: {why} ({free_s}); "
+                   f"{kept}")
         hint = "free space (or lower --keep-checkpoints), then `zerotui resume` continues from the last checkpoint"
         if self.rank == 0:
             self.emit("alert", kind="disk", message=message, hint=hint)

@@ -29,6 +29,9 @@ class TrainLoop:
         self.total, self.rank, self.world, self.emit, self.control = total, rank, world, emit, control
         self.ckpt, self.paths = ckpt, paths
         self.device = engine.device
+        # Pinned host memory makes the non_blocking copy below truly asynchronous (as the HF Trainer's
+        # DataLoader does with pin_memory=True); pointless on a CPU-only run.
+        self.pin = torch.device(self.device).type == "cuda"
         self.step = 0
         self.elapsed_before = 0.0           # training seconds of earlier workers of this run (resume)
         self.started = time.monotonic()
@@ -94,7 +97,8 @@ class TrainLoop:
             width = int(batch["input_ids"].shape[1])
             self.i_tokens += ntok
             self.i_flops += ntok * self._fpt(width)
-            batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+            batch = {k: (v.pin_memory() if self.pin else v).to(self.device, non_blocking=True)
+                     for k, v in batch.items()}
             loss = engine(**batch).loss
             engine.backward(loss)
             if micro == gas - 1:

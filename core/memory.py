@@ -276,7 +276,11 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
         nvme["16-bit weights"] = p * psi / N * n_local
     if not on_gpu:
         warnings.append("no GPU: training runs on the CPU, so its memory counts as host RAM")
-        c = {"process (Python, torch)": cal.HOST_BASE_BYTES, **{k: v for k, v in g.items()}}
+        # On DeepSpeed's CPU accelerator the "device" is host RAM too, so the device-side terms and the
+        # offloaded ones add up in the same memory (offloading to "cpu" only moves bytes within it).
+        c = {"process (Python, torch)": float(cal.HOST_BASE_BYTES)}
+        for k, v in list(g.items()) + list(off.items()):
+            c[k] = c.get(k, 0.0) + v
     per_rank_host = sum(c.values())
     cpu_total = int(per_rank_host * n_local)
     breakdown = {

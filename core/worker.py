@@ -8,7 +8,7 @@ background thread; the main thread owns everything that must keep working while 
   the next step, a third ends the process at once; SIGHUP is ignored (a terminal going away is not a
   request to stop);
 - ``control.jsonl``: stop, stop-now, pause, resume, checkpoint, each acknowledged by a ``control_ack``
-  event;
+  event (``core/worker_control.py``);
 - ``status.json``: the heartbeat, rewritten atomically every ~2 s;
 - telemetry (``telemetry`` events) and the stall / host-RAM alerts.
 
@@ -32,7 +32,8 @@ from typing import Any, Callable, Optional
 
 from .control import ControlState
 from .events import EventWriter
-from .runs import HEARTBEAT_S, RunPaths, read_control, read_status, write_status
+from .runs import HEARTBEAT_S, RunPaths, read_status, write_status
+from .worker_control import ControlInbox
 from .worker_monitor import RamWatch, RunTracker, StallWatch, describe_failure
 
 #: Seconds between telemetry events; ZEROTUI_TELEMETRY_S overrides it (0 turns telemetry off, which is
@@ -99,8 +100,7 @@ class Worker:
         self._signal_names: list[str] = []
         self._finish_lock = threading.Lock()
         self._finished = False
-        self._control_offset = 0
-        self._seen_ids: set[str] = set()
+        self.inbox = ControlInbox(paths, self.control, self.tracker, self._launched)
 
     # -- events -----------------------------------------------------------------------------------
     def emit(self, type_: str, **fields: Any) -> None:
@@ -145,64 +145,9 @@ class Worker:
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     # -- control.jsonl ----------------------------------------------------------------------------
-    def _skip_old_commands(self) -> None:
-        """A resumed worker must not obey the previous worker's commands (a stop would end it at once)."""
-        try:
-            with open(self.paths.events, "rb") as fh:
-                lines = [ln for ln in fh if b'"control_ack"' in ln]  # days of telemetry: skip, don't parse
-        except FileNotFoundError:
-            return
-        for raw in lines:
-            try:
-                ev = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(ev, dict) and ev.get("type") == "control_ack" and ev.get("id"):
-                self._seen_ids.add(str(ev["id"]))
-
     def _poll_control(self) -> None:
-        commands, self._control_offset = read_control(self.paths, self._control_offset)
-        for cmd in commands:
-            cid = str(cmd.get("id") or "")
-            if cid in self._seen_ids:
-                continue
-            self._seen_ids.add(cid)
-            t = cmd.get("t")
-            if self._launched and isinstance(t, (int, float)) and t < self._launched:
-                continue  # sent to an earlier worker of this run
-            ok, message = self._apply(cmd["command"], cmd)
-            self.emit("control_ack", command=cmd["command"], id=cid or None, ok=ok, message=message)
-
-    def _apply(self, command: str, cmd: dict[str, Any]) -> tuple[bool, str]:
-        c = self.control
-        who = cmd.get("by") or "a client"
-        if command == "stop":
-            if c.stop_now.is_set():
-                return True, "already stopping at the next step"
-            c.request_stop(f"stop requested by {who}")
-            return True, "stopping: a checkpoint is saved at the next step boundary, then the run ends"
-        if command == "stop-now":
-            c.request_stop(f"immediate stop requested by {who}", now=True)
-            return True, "stopping at the next step boundary without a checkpoint"
-        if command == "pause":
-            if c.stopping:
-                return False, "the run is stopping; pause ignored"
-            if c.paused:
-                return True, "already paused"
-            c.pause()
-            return True, "pausing at the next step boundary"
-        if command == "resume":
-            if not c.paused:
-                return True, "not paused"
-            c.unpause()
-            self.tracker.touch()
-            return True, "resumed"
-        if command == "checkpoint":
-            if c.stopping:
-                return False, "the run is stopping; its final checkpoint is on the way"
-            c.checkpoint.set()
-            return True, "a checkpoint is saved at the next step boundary"
-        return False, f"unknown command {command!r}"
+        for ack in self.inbox.poll():
+            self.emit("control_ack", **ack)
 
     # -- the training thread ----------------------------------------------------------------------
     def _train(self) -> None:
@@ -221,11 +166,11 @@ class Worker:
 
     # -- main -------------------------------------------------------------------------------------
     def run(self) -> int:
+        self._install_signals()  # first: a client that sees our status may signal us at once
         if self.rank == 0:
             self.writer = EventWriter(self.paths.events)
-            self._skip_old_commands()
+            self.inbox.skip_acknowledged()
             self._status("starting")
-        self._install_signals()
         try:
             self._load_inputs()
         except BaseException as exc:  # noqa: BLE001
@@ -365,6 +310,7 @@ class Worker:
             if self._finished:
                 return 0 if state in ("completed", "stopped") else 1
             self._finished = True
+        self.tracker.phase = "finished"
         if self.rank == 0:
             now = time.time()
             if self.writer is not None:

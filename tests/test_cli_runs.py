@@ -2,12 +2,10 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
-
 from pathlib import Path
 
 import pytest
@@ -119,7 +117,8 @@ def test_stop_prints_the_acknowledgement_and_waits(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].startswith(f"{paths.name}: stop: done, stopping: a checkpoint is saved"), r.stdout
     assert any("checkpoint at step" in ln for ln in lines)
-    assert lines[-1].startswith(f"{paths.name}: run stopped: stop requested by zerotui stop")
+    assert lines[-2].startswith(f"{paths.name}: run stopped: stop requested by zerotui stop")
+    assert lines[-1] == f"{paths.name}: worker process(es) {proc.pid} exited"
     out = finish(proc, paths)
     assert out["finished"]["state"] == "stopped"
 

@@ -160,7 +160,10 @@ def test_each_zero_stage_trains_the_tiny_model(tmp_path, cache, name):
 
 @pytest.mark.slow
 def test_lora_trains_adapters_only_and_saves_the_adapter(tmp_path, cache):
-    paths = make_run(tmp_path / "lora", method="lora", lr=1e-2, lora_r=8, max_steps=30, grad_ckpt=True)
+    # lm_head among the targets: on the randomly initialised tiny base, attention adapters alone learn
+    # slowly; an adapter on the head learns the answers' token statistics within a few steps.
+    paths = make_run(tmp_path / "lora", method="lora", lr=1e-2, lora_r=16, max_steps=30, grad_ckpt=True,
+                     lora_targets=["q_proj", "v_proj", "lm_head"])
     result = run_engine(paths, cache=cache)
     assert result["state"] == "completed", result
     evs = _check_learns(paths, 30)
@@ -182,8 +185,9 @@ def test_control_pause_checkpoint_and_stop_now(tmp_path, cache):
     assert "paused after step 5" in logs and "resumed at step 5" in logs
     ckpts = [(e["step"], e["why"]) for e in evs if e["type"] == "checkpoint"]
     assert ckpts == [(10, "requested")]  # at the boundary of the step it was asked at; stop-now saves none
-    step10 = next(e for e in evs if e["type"] == "step" and e["step"] == 10)
-    assert step10["step_time"] < 1.0  # the 2 s pause is not counted as training time
+    step5, step10 = (next(e for e in evs if e["type"] == "step" and e["step"] == s) for s in (5, 10))
+    # The 2 s pause falls in the window of steps 6-10 but is not counted as training time.
+    assert step10["step_time"] * 5 <= (step10["t"] - step5["t"]) - 1.9
 
 
 @pytest.mark.slow

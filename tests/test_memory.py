@@ -198,6 +198,20 @@ def test_cpu_only_machine_puts_everything_in_host_ram():
     assert any("no GPU" in w for w in b.warnings)
 
 
+def test_cpu_only_machine_counts_offloaded_states_in_host_ram_too():
+    # Offloading to "cpu" on a CPU-only machine moves nothing out of host RAM: a 7B full fine-tune
+    # must not look like it fits in 8 GiB just because the GPU side is empty.
+    plan = Plan(model="llama-2-7b", stage=3, offload_optimizer="cpu", offload_params="cpu", precision="fp16")
+    b = estimate(plan, Hardware(ram_total_bytes=64 * GIB))
+    assert b.gpu_bytes == 0 and not b.fits
+    assert b.cpu_bytes > 16 * plan_params(plan)  # Adam states alone are 12 bytes a parameter
+    assert "optimizer states" in b.breakdown["cpu"]
+
+
+def plan_params(plan: Plan) -> int:
+    return spec_for_plan(plan).params_total
+
+
 def test_nvme_offload_counts_disk_and_warns_it_is_unmeasured(tmp_path):
     plan = Plan(model="llama-2-7b", stage=3, offload_optimizer="nvme", offload_params="nvme", nvme_path=tmp_path)
     b = estimate(plan, gpu_box())

@@ -320,3 +320,32 @@ def test_describe_failure_kinds():
 
     f = describe_failure(DataError("data.jsonl: no usable rows", "check the format"), "phase tokenising")
     assert f.kind == "error" and f.reason == "data.jsonl: no usable rows (check the format) (in phase tokenising)"
+
+
+def test_control_inbox_skips_acknowledged_and_earlier_commands(tmp_path):
+    from zerotui.core.control import ControlState
+    from zerotui.core.events import EventWriter
+    from zerotui.core.worker_control import ControlInbox
+
+    paths = make_run(tmp_path)
+    old_stop = send_control(paths, "stop")
+    with EventWriter(paths.events) as w:  # the previous worker answered it
+        w.emit("control_ack", command="stop", id=old_stop["id"], ok=True)
+    unanswered = send_control(paths, "stop-now")  # sent to a worker that died before reading it
+    launched = time.time()
+    control = ControlState()
+    inbox = ControlInbox(paths, control, RunTracker(), launched)
+    inbox.skip_acknowledged()
+    assert inbox.poll() == [] and not control.stopping and unanswered["t"] < launched
+    ckpt = send_control(paths, "checkpoint")
+    pause = send_control(paths, "pause")
+    acks = inbox.poll()
+    assert [(a["command"], a["id"], a["ok"]) for a in acks] == [("checkpoint", ckpt["id"], True),
+                                                                  ("pause", pause["id"], True)]
+    assert control.checkpoint.is_set() and control.paused
+    assert inbox.poll() == []  # each command is answered once
+    send_control(paths, "stop")
+    send_control(paths, "pause")
+    acks = inbox.poll()
+    assert control.stop.is_set() and not control.paused  # a stop wakes a paused loop
+    assert acks[1]["ok"] is False and "stopping" in acks[1]["message"]

@@ -1,9 +1,12 @@
 """The zerotui App: the wizard's state, its screens, its key bindings and command palette entries.
 
-Heavy work never runs on the UI thread: hardware detection, the memory estimate, the recommender and
-launching each run in a thread worker spelled out in full (STYLE.md rule 3) and report back through the
-dataclass messages of ``tui/messages.py``. Nothing here imports torch, deepspeed or transformers: the
-core modules are imported inside the workers, when first needed, so the first frame comes quickly.
+Slow work never runs on the UI thread: hardware detection, resolving a model (config files, the meta
+device), the recommender and launching each run in a thread worker spelled out in full (STYLE.md rule 3)
+and report back through the dataclass messages of ``tui/messages.py``. The memory estimate itself takes
+~0.02 ms, so once the model is known it runs inline and the bar moves with the key press.
+
+Nothing here imports torch, deepspeed or transformers: the core modules are imported inside the
+workers, when first needed, so the first frame comes quickly.
 """
 from __future__ import annotations
 
@@ -93,7 +96,8 @@ class ZeroTuiApp(App):
         from zerotui.tui.screens.hardware import HardwareScreen
         self.push_screen(HardwareScreen())
         if self.hardware is None:
-            self.detect_hardware()
+            # After the first frame: NVML and psutil would otherwise compete with the first paint.
+            self.call_after_refresh(self.detect_hardware)
         else:
             self.post_message(HardwareDetected(self.hardware))
         if self.preset:
@@ -148,7 +152,13 @@ class ZeroTuiApp(App):
         if self.hardware is None or first:
             return
         self._scheduled_revision = self.state.revision
-        self.estimate_budget(self.state.plan, self.hardware, self.state.revision)
+        if self._spec_key(self.state.plan) in self._spec_cache:
+            # estimate() itself takes ~0.02 ms (benchmarks/results/wizard-latency.json): run it right here,
+            # so the bar moves in the same frame as the key press. Only resolving a model not seen yet
+            # (reading config files, building on the meta device) goes to a thread.
+            self.post_message(self._estimate(self.state.plan, self.hardware, self.state.revision))
+        else:
+            self.estimate_budget(self.state.plan, self.hardware, self.state.revision)
 
     def _spec_key(self, plan: Plan) -> tuple:
         return (plan.model, str(plan.model_config_path or ""), plan.trust_remote_code)
@@ -162,26 +172,29 @@ class ZeroTuiApp(App):
         return self._spec_cache[key]
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="estimate",
-          description="memory estimate for the current plan")
+          description="resolve a model not seen yet, then estimate its memory")
     def estimate_budget(self, plan: Plan, hardware: Hardware, revision: int) -> None:
         worker = get_current_worker()
+        time.sleep(SPEC_DEBOUNCE_S)
+        if worker.is_cancelled:
+            return
+        message = self._estimate(plan, hardware, revision)
+        if not worker.is_cancelled:
+            self.post_message(message)
+
+    def _estimate(self, plan: Plan, hardware: Hardware, revision: int) -> BudgetReady:
+        """The budget of ``plan`` as a message (or why there is none); safe on any thread."""
         spec = None
         try:
-            if self._spec_key(plan) not in self._spec_cache:
-                time.sleep(SPEC_DEBOUNCE_S)
-                if worker.is_cancelled:
-                    return
             spec = self.spec_for(plan)
             from zerotui.core.memory import estimate
             t0 = time.perf_counter()
             budget = estimate(plan, hardware, spec=spec)
-            message = BudgetReady(revision, budget, spec, seconds=time.perf_counter() - t0)
+            return BudgetReady(revision, budget, spec, seconds=time.perf_counter() - t0)
         except ZeroTuiError as err:
-            message = BudgetReady(revision, spec=spec, error=err.one_line())
+            return BudgetReady(revision, spec=spec, error=err.one_line())
         except ImportError as err:  # a partial install: say so instead of an empty bar
-            message = BudgetReady(revision, spec=spec, error=f"the memory estimator is unavailable ({err})")
-        if not worker.is_cancelled:
-            self.post_message(message)
+            return BudgetReady(revision, spec=spec, error=f"the memory estimator is unavailable ({err})")
 
     def on_budget_ready(self, message: BudgetReady) -> None:
         if message.revision != self._scheduled_revision:
@@ -204,31 +217,8 @@ class ZeroTuiApp(App):
     # -- launch gate ------------------------------------------------------------------------------
     def launch_blockers(self) -> tuple[list[str], list[str]]:
         """(reasons that forbid launching, reasons that only "launch anyway" may override)."""
-        hard: list[str] = []
-        for name, msg in self.state.errors.items():
-            hard.append(msg if msg.startswith(name) else f"{name}: {msg}")
-        if self.hardware is None:
-            hard.append("the hardware is still being detected")
-        if self.model_error:
-            hard.append(self.model_error)
-        if self.hardware is not None and not self.state.errors:
-            from zerotui.tui.screens.precision import precision_choices
-            why = dict((v, r) for v, _, r in precision_choices(self.hardware)).get(self.state.plan.precision)
-            if why:
-                hard.append(f"precision {self.state.plan.precision} is not available here: {why}")
-        soft: list[str] = []
-        view = self.budget_view
-        if not hard:
-            if view.budget is None or view.pending:
-                hard.append("the memory estimate is still running")
-            elif not view.budget.fits:
-                from zerotui.tui.widgets.budget_bar import format_bytes
-                b = view.budget
-                over = [f"{n} needs {format_bytes(need)} of {format_bytes(cap)}"
-                        for n, need, cap in (("GPU", b.gpu_bytes, b.gpu_capacity), ("CPU RAM", b.cpu_bytes, b.cpu_capacity),
-                                             ("NVMe", b.nvme_bytes, b.nvme_capacity)) if need > cap]
-                soft.append("does not fit: " + ("; ".join(over) or "the estimate says so") + " (Fit: ctrl+g)")
-        return hard, soft
+        from zerotui.tui.launch_gate import launch_blockers
+        return launch_blockers(self.state, self.hardware, self.budget_view, self.model_error)
 
     # -- navigation -------------------------------------------------------------------------------
     @property

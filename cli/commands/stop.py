@@ -9,6 +9,7 @@ from pathlib import Path
 from zerotui.core.errors import RunError
 
 ACK_TIMEOUT_S = 20.0  # the worker polls control.jsonl every 0.25 s, from its first second on
+EXIT_TIMEOUT_S = 60.0  # after run_finished the worker only destroys its process group and exits
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -70,4 +71,22 @@ def run(args: argparse.Namespace) -> int:
     assert end is not None
     if end.get("type") == "run_finished":
         print(f"{paths.name}: {format_event(end)}")
+        _confirm_exit(paths)
     return finished_exit_code(paths, end)
+
+
+def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
+    """The run has ended; say so again only once its processes are gone (and their memory with them)."""
+    from zerotui.core.runs import pid_alive, read_status
+
+    st = read_status(paths)
+    pids = [p for p in (st.get("pids") or [st.get("pid")]) if p]
+    deadline = time.monotonic() + timeout
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    alive = [p for p in pids if pid_alive(p)]
+    if alive:
+        print(f"{paths.name}: process(es) {', '.join(map(str, alive))} still running {timeout:.0f} s after the end "
+              f"(see {paths.log})", flush=True)
+    elif pids:
+        print(f"{paths.name}: worker process(es) {', '.join(map(str, pids))} exited", flush=True)

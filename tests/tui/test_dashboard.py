@@ -26,7 +26,7 @@ async def test_live_run_appended_while_open_updates_charts_and_stats(tmp_path):
         assert screen.history.current_step == 600
         assert "600 / 3,000" in text_of(screen.query_one("#pane-stats"))
         chart = screen.query_one(LossChart)
-        before = chart._text.plain
+        before = chart.text
         t = last_t(paths)
         with EventWriter(paths.events) as w:
             for i in range(1, 31):
@@ -37,10 +37,10 @@ async def test_live_run_appended_while_open_updates_charts_and_stats(tmp_path):
         await wait_for(pilot, lambda: screen.history.current_step == 630, what="step 630")
         await wait_for(pilot, lambda: not chart.dirty, what="the loss chart to redraw")
         assert "630 / 3,000" in text_of(screen.query_one("#pane-stats"))
-        assert chart._text.plain != before
+        assert chart.text != before
         assert screen.history.series["loss"].latest == 9.0
         # the loss spike reaches the top of the y axis: a tick label near 9 appears
-        assert "8" in chart._text.plain or "9" in chart._text.plain
+        assert "8" in chart.text or "9" in chart.text
         assert screen.history.gpu_latest[0]["util"] == 12
 
 
@@ -188,14 +188,15 @@ async def test_zoom_axis_and_log_keys(tmp_path):
     async with app.run_test(size=WIDE) as pilot:
         screen = await loaded(pilot)
         chart = screen.query_one(LossChart)
-        whole = chart._text.plain
+        whole = chart.text
         await pilot.press("z", "z")  # all -> last hour -> last 10 min
         await wait_for(pilot, lambda: chart.window_s == ZOOMS[2][1] and not chart.dirty, what="zoom")
-        assert chart._text.plain != whole
+        assert chart.text != whole
         assert "zoom last 10 min" in text_of(screen.query_one("#dash-status"))
         await pilot.press("t")
         await wait_for(pilot, lambda: chart.x_mode == "step" and not chart.dirty, what="steps axis")
-        assert "600" in chart._text.plain.splitlines()[-1]  # step labels on the x axis
+        x_labels = [line for line in chart.text.splitlines() if line.strip()][-1]
+        assert "600" in x_labels and ":" not in x_labels  # step numbers on the x axis, not clock times
         await pilot.press("l")
         await wait_for(pilot, lambda: chart.log_y and not chart.dirty, what="log scale")
 
@@ -238,3 +239,20 @@ async def test_truncated_events_file_is_read_again(tmp_path):
         paths.events.write_bytes(b"".join(paths.events.read_bytes().splitlines(keepends=True)[:200]))
         await wait_for(pilot, lambda: screen.history is not first, what="a fresh history")
         assert screen.history.events == 200
+
+
+@pilot_test
+async def test_recorded_real_run_opens_with_its_outcome(tmp_path):
+    # events of a real tiny-model run (tests/fixtures/events/record_tiny_run.py): stopped at step 60
+    paths = make_run(tmp_path, "recorded-tiny-stopped.jsonl", status={"state": "stopped", "heartbeat": 1.0})
+    app = DashApp(paths)
+    async with app.run_test(size=WIDE) as pilot:
+        screen = await loaded(pilot)
+        h = screen.history
+        assert h.current_step == 60 and h.step_events == 12 and h.series["eval_loss"].count == 3
+        assert h.checkpoints == 2 and h.gpu_indices == []  # a CPU run: no GPU telemetry
+        assert "Run stopped: stop requested by record_tiny_run" in text_of(screen.query_one("#dash-banner"))
+        assert "stop acknowledged" in log_text(screen)
+        assert "no GPU telemetry" in screen.query_one("#chart-gpu-util").text
+        assert h.series["loss"].latest < h.series["loss"].view(10).hi[0]  # the loss went down
+        assert screen.has_class("-no-scale")  # fp32: no loss scale pane

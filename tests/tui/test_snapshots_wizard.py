@@ -37,6 +37,9 @@ SCREENS = {
     # 7B full fine-tune with no offload on 24 GB: red; Fit applies the best plan and lists the rest.
     "fit": ("workstation", "llama7b-24gb-zero3-cpu", ["4", NO_OFFLOAD, "ctrl+g"]),
     "help": ("workstation", None, ["n", "f1"]),
+    "save_preset": ("workstation", "llama7b-24gb-zero3-cpu", ["s"]),
+    "export": ("workstation", "llama7b-24gb-zero3-cpu", ["e"]),
+    "preset_picker": ("workstation", None, ["p"]),
 }
 
 
@@ -45,6 +48,7 @@ def _fixed_world(tmp_path, monkeypatch):
     monkeypatch.setenv("ZEROTUI_PRESETS_DIR", str(tmp_path / "presets"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.setattr("sys.executable", "python")
+    monkeypatch.chdir("/")  # the export dialog proposes a folder under the working directory
     monkeypatch.setattr("zerotui.tui.screens.precision._cpu_has_fp16", lambda cpuinfo=None: False)
 
 

@@ -121,7 +121,8 @@ async def test_7b_zero3_offload_on_24gb_by_keyboard_matches_the_preset():
         assert app.screen.query_one(BudgetBar).has_class("fits" if expected.fits else "no-fit")
         assert rows["gpu"].need == expected.gpu_bytes and rows["gpu"].capacity == 24 * 2**30
         assert rows["cpu"].need == expected.cpu_bytes
-        assert f"{format_bytes(expected.gpu_bytes)} / 24.0 GiB" in str(rows["gpu"].query_one(".budget-numbers").render())
+        numbers = str(rows["gpu"].query_one(".budget-numbers").render())
+        assert f"{format_bytes(expected.gpu_bytes)} / 24.0 GiB" in numbers
         assert '"offload_param"' in shown(app, "#review-config")
 
 

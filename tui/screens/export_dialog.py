@@ -2,10 +2,6 @@
 ``zerotui export`` writes (both call the same function)."""
 from __future__ import annotations
 
-import argparse
-import contextlib
-import io
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -20,20 +16,13 @@ from zerotui.core.plan import Plan
 
 
 def export_plan(plan: Plan, out_dir: Path, hardware: Any, force: bool = False) -> str:
-    """Run ``zerotui export`` itself on this plan (the same code, so the files are the same); returns
-    what it printed. GPUs are sized for the wizard's hardware, which may be stated rather than detected."""
-    from zerotui.cli.commands import export as cli_export
+    """Write what ``zerotui export`` writes (the same core function); returns its summary. GPUs are sized
+    for the wizard's hardware, which may be stated rather than detected."""
+    from zerotui.core.export import export_plan as write_export
 
-    if plan.gpus is None and plan.gpu_ids is None and hardware is not None and hardware.gpu_count:
-        plan = plan.with_changes(gpus=hardware.gpu_count)
-    with tempfile.TemporaryDirectory(prefix="zerotui-wizard-") as tmp:
-        plan_file = Path(tmp) / f"{plan.name}.yaml"
-        plan_file.write_text(plan.to_yaml(), encoding="utf-8")
-        args = argparse.Namespace(source=None, out=out_dir, force=force, plan_preset=None, plan_file=plan_file)
-        printed = io.StringIO()
-        with contextlib.redirect_stdout(printed):
-            cli_export.run(args)
-    return printed.getvalue()
+    detected = hardware.gpu_count if hardware is not None else 0
+    return write_export(plan, out_dir, f"the wizard (plan '{plan.name}')", force=force,
+                        detected_gpus=detected).summary()
 
 
 class ExportScreen(ModalScreen[Optional[Path]]):

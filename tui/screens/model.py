@@ -24,7 +24,8 @@ def describe_spec(spec: Any, plan: Any = None) -> str:
     params = getattr(spec, "params_total", 0) or 0
     size = f"{params / 1e9:.2f} B" if params >= 1e8 else f"{params / 1e6:.2f} M"
     text = (f"{getattr(spec, 'arch', '?')} · {size} parameters ({params:,}) · {spec.num_layers} layers · "
-            f"hidden {spec.hidden_size} · {spec.num_heads} heads ({spec.num_kv_heads} KV) · vocab {spec.vocab_size:,}")
+            f"hidden {spec.hidden_size} · {spec.num_heads} heads ({spec.num_kv_heads} KV) · "
+            f"vocab {spec.vocab_size:,}")
     if plan is not None and plan.method == "lora":
         try:
             from zerotui.core.models import lora_trainable_params

@@ -6,8 +6,9 @@ bucket per column and draws the bucket's min and max, so a 300,000-step run cost
 300-step one (plotext rebuilds the whole figure each time: ~7-12 ms at 53×20 with a few hundred points,
 measured with ``benchmarks/dashboard/long_run.py``).
 
-The built figure is cached: Textual repaints a widget for many reasons (a neighbour resized, the screen
-was uncovered) and none of them should rebuild the plot unless its size changed.
+The built figure is cached as Textual lines (``render_line``): Textual repaints a widget for many reasons
+(a neighbour resized, the screen was uncovered) and none of them should rebuild the plot unless its size
+changed.
 
 Subclasses implement ``draw(ctx)`` with the ``band``, ``line``, ``markers`` and ``hline`` helpers.
 """
@@ -19,12 +20,16 @@ from dataclasses import dataclass
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-from rich.text import Text
+from rich.segment import Segment
+from rich.style import Style
+from textual.strip import Strip
 from textual_plotext import PlotextPlot
 
 from zerotui.core.history import RunHistory
 from zerotui.core.series import View
 from zerotui.core.timefmt import format_number
+
+from .ansi_strips import ansi_to_strips
 
 #: Zoom choices, cycled by the dashboard's z key: label and window in seconds (None: the whole run).
 ZOOMS: tuple[tuple[str, Optional[float]], ...] = (("all", None), ("last hour", 3600.0), ("last 10 min", 600.0))
@@ -119,7 +124,7 @@ class SeriesChart(PlotextPlot):
         self.dirty = True
         self.build_ms = 0.0                 # the last build, for the benchmark and the log
         self.reference: Optional[float] = None  # a horizontal reference line (the memory estimate)
-        self._text: Optional[Text] = None
+        self._strips: Optional[list[Strip]] = None
         self._built_for: Optional[tuple[int, int]] = None
         self._has_data = False
         self.border_title = self.TITLE
@@ -167,8 +172,7 @@ class SeriesChart(PlotextPlot):
         self.dirty = False
         history = self.history
         if w < 12 or h < 4 or history is None or not self.has_data(history):
-            self._text = Text(self.EMPTY if history is not None else "reading the run…", style="dim",
-                              justify="center")
+            self._strips = self._message(self.EMPTY if history is not None else "reading the run…", w, h)
             self.build_ms = (time.perf_counter() - start) * 1000
             return
         plt = self.plt
@@ -183,15 +187,29 @@ class SeriesChart(PlotextPlot):
         self._refs: list[tuple[float, str, Optional[str]]] = []
         self.draw(ctx)
         self._axes(ctx)
-        self._text = Text.from_ansi(plt.build())
+        self._strips = ansi_to_strips(plt.build(), w)
         self.build_ms = (time.perf_counter() - start) * 1000
 
-    def render(self) -> Text:
+    def _message(self, text: str, w: int, h: int) -> list[Strip]:
+        style = self.visual_style.rich_style + Style(dim=True)
+        blank = Strip.blank(w, self.visual_style.rich_style)
+        line = Strip([Segment(text[:w].center(w), style)])
+        return [line if y == h // 2 else blank for y in range(h)]
+
+    def render_line(self, y: int) -> Strip:
+        """Lines of the cached figure (Textual's line API): a repaint costs no rebuild."""
         size = (self.content_size.width, self.content_size.height)
-        if self._text is None or self._built_for != size:
+        if self._strips is None or self._built_for != size:
             self._build()
-        assert self._text is not None
-        return self._text
+        assert self._strips is not None
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(size[0], self.visual_style.rich_style)
+
+    @property
+    def text(self) -> str:
+        """The figure as plain text (what tests and the log read)."""
+        return "\n".join(strip.text for strip in self._strips or [])
 
     def on_resize(self) -> None:
         self.dirty = True
@@ -288,9 +306,9 @@ class SeriesChart(PlotextPlot):
             plt.yticks(ticks, [format_number(v) for v in ticks], yside=side)
 
 #: plotext colour names -> Textual colours for the legends in the border subtitles.
-_LEGEND_COLORS = {"gray": "grey50", "orange": "dark_orange", "cyan": "cyan", "green": "green",
-                  "red": "red", "yellow": "yellow", "magenta": "magenta", "blue": "dodger_blue1",
-                  "white": "white"}
+_LEGEND_COLORS = {"gray": "#8a8a8a", "orange": "#ff8700", "cyan": "#00afaf", "green": "#00af00",
+                  "red": "#d70000", "yellow": "#d7d700", "magenta": "#d700d7", "blue": "#0087ff",
+                  "white": "#e4e4e4"}  # the xterm-256 colours plotext's names map to
 
 
 def legend(*items: tuple[str, str]) -> str:

@@ -80,7 +80,7 @@ class GpuMemoryChart(SeriesChart):
         if used:
             parts.append(f"max {format_bytes(max(used))}")
         if total:
-            parts.append(legend(("red", f"capacity {format_bytes(total)}")))
+            parts.append(legend(("red", f"card {format_bytes(total)}")))
         if self.estimate_bytes:
             parts.append(legend(("yellow", f"estimate {format_bytes(self.estimate_bytes)}")))
         self.border_subtitle = " · ".join(parts)

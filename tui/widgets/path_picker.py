@@ -118,7 +118,8 @@ class PathPickerScreen(ModalScreen[Optional[Path]]):
         elif p.is_file() and self.want == "file":
             self.dismiss(p)
         else:
-            self.query_one("#picker-note", Static).update(f"✗ {p}: no such {'folder' if self.want == 'dir' else 'file'}")
+            kind = "folder" if self.want == "dir" else "file"
+            self.query_one("#picker-note", Static).update(f"✗ {p}: no such {kind}")
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

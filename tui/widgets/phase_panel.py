@@ -24,8 +24,18 @@ class PhasePanel(Static):
     }
     """
 
+    _key: Optional[tuple] = None
+
     def show(self, history: Optional[RunHistory], now: float, state: str) -> None:
-        self.update(self.render_phases(history, now, state))
+        """Redrawn only while it is shown (start-up) and something in it changed."""
+        if history is not None and history.step is not None and self._key is not None and not self.display:
+            return
+        phases = tuple((p.name, p.done, p.total, p.last_t) for p in history.phases.values()) if history else ()
+        key = (phases, int(now), state, history.phase if history else None)
+        if key == self._key:
+            return
+        self._key = key
+        self.update(self.render_phases(history, now, state), layout=False)
 
     @staticmethod
     def render_phases(history: Optional[RunHistory], now: float, state: str) -> Group | Text:

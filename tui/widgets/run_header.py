@@ -34,6 +34,10 @@ class RunHeader(Vertical):
     RunHeader { height: auto; }
     """
 
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._last: dict[str, Text | str] = {}
+
     def compose(self) -> ComposeResult:
         yield Static(id="dash-status")
         yield Static(id="dash-banner")
@@ -41,9 +45,15 @@ class RunHeader(Vertical):
             yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="dash-bar")
             yield Static(id="dash-eta")
 
+    def _set(self, selector: str, content: Text | str, layout: bool = False) -> None:
+        """Update a line only when it changed (each update costs a repaint, with layout a re-layout)."""
+        if self._last.get(selector) != content:
+            self._last[selector] = content
+            self.query_one(selector, Static).update(content, layout=layout)
+
     def show(self, h: Optional[RunHistory], facts: HeaderFacts, now: float) -> None:
         state = facts.state
-        self.query_one("#dash-status", Static).update(Text.assemble(
+        self._set("#dash-status", Text.assemble(
             (f"● {state}", f"bold {STATE_STYLE.get(state, '')}"), "  ", facts.name,
             ("  read-only" if not facts.live else "", "dim"), ("   zoom ", "dim"), facts.zoom,
             ("   x ", "dim"), "steps" if facts.x_mode == "step" else "time"))
@@ -59,7 +69,7 @@ class RunHeader(Vertical):
                 eta_text += f"  ETA {format_duration(eta)} ({format_clock(now + eta, now)})"
             elif h.finished:
                 eta_text += f"  ran {format_duration(h.elapsed_s(now))}"
-        self.query_one("#dash-eta", Static).update(eta_text)
+        self._set("#dash-eta", eta_text)
 
     def _banner(self, h: Optional[RunHistory], facts: HeaderFacts, now: float) -> None:
         banner = self.query_one("#dash-banner", Static)
@@ -83,6 +93,6 @@ class RunHeader(Vertical):
             waiting = ", ".join(sorted(set(facts.pending)))
             text = (text + "  " if text else "") + f"Sent {waiting}; waiting for the worker to acknowledge."
             style = style or "-warn"
-        banner.update(text)
+        self._set("#dash-banner", text, layout=True)  # its height follows the text
         banner.set_classes(style)
         banner.display = bool(text)

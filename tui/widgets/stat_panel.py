@@ -27,8 +27,17 @@ class StatPanel(Static):
     }
     """
 
+    _shown: Optional[list[tuple[str, str]]] = None
+
     def show(self, history: Optional[RunHistory], now: float) -> None:
-        self.update(self.table(history, now))
+        """Update only when a value changed, and re-layout only when the number of rows did: a live
+        dashboard calls this every second, and a layout pass repaints far more than this panel."""
+        rows = self.rows(history, now) if history is not None else []
+        if rows == self._shown and self._shown is not None:
+            return
+        layout = self._shown is None or len(rows) != len(self._shown)
+        self._shown = rows
+        self.update(self.table(history, now), layout=layout)
 
     @staticmethod
     def rows(history: RunHistory, now: float) -> list[tuple[str, str]]:

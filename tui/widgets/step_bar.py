@@ -11,7 +11,8 @@ from zerotui.tui.wizard_state import STEPS
 
 class StepLink(Label):
     def __init__(self, number: int, key: str, title: str, current: bool) -> None:
-        super().__init__(f" {number} {title} ", id=f"step-{key}", classes="step-link")
+        # The current step is marked by ▸ as well as by colour (readable under NO_COLOR).
+        super().__init__(f"{'▸' if current else ' '}{number} {title} ", id=f"step-{key}", classes="step-link")
         self.key = key
         self.set_class(current, "current")
 
