@@ -96,6 +96,7 @@ class RunHistory:
         self.alerts: deque[dict] = deque(maxlen=ALERT_CAPACITY)
         self.log: deque[LogEntry] = deque(maxlen=LOG_CAPACITY)
         self._rate: deque[tuple[float, float]] = deque(maxlen=RATE_WINDOW)
+        self._until: Optional[float] = None
 
     # -- facts derived for display ----------------------------------------------------------------
     @property
@@ -143,9 +144,11 @@ class RunHistory:
         """Parse and ingest a batch of decoded events (a live poll's worth)."""
         return self.ingest(parse_events(events))
 
-    def ingest(self, parsed: Parsed) -> Changes:
+    def ingest(self, parsed: Parsed, until: Optional[float] = None) -> Changes:
         """Apply one parsed batch. Within a batch the rare non-numeric events go first, then the steps
-        and telemetry in bulk: a batch is a fraction of a second live, or 4 MiB of a file on attach."""
+        and telemetry in bulk: a batch is a fraction of a second live, or 4 MiB of a file on attach.
+        ``until``: the file's last event time when reading a whole file (see ``Series.extend``)."""
+        self._until = until
         ch = Changes()
         for ev in parsed.others:
             t = float(ev["t"])
@@ -241,10 +244,11 @@ class RunHistory:
     def _steps(self, cols: np.ndarray, last: dict, ch: Changes) -> None:
         t, step = cols[:, 0], cols[:, 1]
         self._seen(float(t.min()), float(t.max()), len(t))
+        until = self._until
         for i, name in enumerate(STEP_SERIES, start=2):
-            self.series[name].extend(t, step, cols[:, i])
+            self.series[name].extend(t, step, cols[:, i], until)
         smooth, self.loss_ema = _ema(cols[:, 2], self.loss_ema, SMOOTHING)
-        self.series["loss_smooth"].extend(t, step, smooth)
+        self.series["loss_smooth"].extend(t, step, smooth, until)
         self.skipped_total += float(np.nansum(cols[:, 2 + STEP_SERIES.index("skipped")]))
         self.step = last
         self.step_events += len(t)
@@ -262,8 +266,9 @@ class RunHistory:
         t = cols[:, 0]
         self._seen(float(t.min()), float(t.max()), len(t))
         step = np.full(len(t), float(self.current_step) if self.current_step is not None else np.nan)
+        until = self._until
         for i, name in enumerate(HOST_SERIES, start=1):
-            self.series[name].extend(t, step, cols[:, i])
+            self.series[name].extend(t, step, cols[:, i], until)
         total = as_float(last.get("ram_total"))
         if total:
             self.ram_total = total
@@ -274,8 +279,8 @@ class RunHistory:
                 self.gpu_indices.sort()
                 self.series[f"gpu{gpu.index}.util"] = _series()
                 self.series[f"gpu{gpu.index}.mem_used"] = _series()
-            self.series[f"gpu{gpu.index}.util"].extend(t[gpu.rows], step[gpu.rows], gpu.util)
-            self.series[f"gpu{gpu.index}.mem_used"].extend(t[gpu.rows], step[gpu.rows], gpu.mem_used)
+            self.series[f"gpu{gpu.index}.util"].extend(t[gpu.rows], step[gpu.rows], gpu.util, until)
+            self.series[f"gpu{gpu.index}.mem_used"].extend(t[gpu.rows], step[gpu.rows], gpu.mem_used, until)
         latest = last.get("gpus")  # the newest reading of each GPU: totals, power, temperature
         for pos, g in enumerate(latest if isinstance(latest, list) else []):
             if isinstance(g, dict):

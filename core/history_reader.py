@@ -130,11 +130,23 @@ def load_history(path: Path | str, history: Optional[RunHistory] = None, chunk_b
     first = _helper_result(helper) if helper is not None else []
     if first is None:  # the helper failed: read its part here
         first = parse_range(path, 0, cut, chunk_bytes, cancelled)
+    until = _last_time(path, end)
     for parsed in first + mine:
         if cancelled is not None and cancelled():
             break
-        history.ingest(parsed)
+        history.ingest(parsed, until)
     return history, end
+
+
+def _last_time(path: Path | str, end: int) -> Optional[float]:
+    """The time of the newest event among the last whole lines before ``end`` (None if unreadable)."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, end - 65536))
+        tail = fh.read(end - max(0, end - 65536))
+    times = [ev.get("t") for ev in decode_lines(tail[tail.find(b"\n") + 1:] if end > 65536 else tail)
+             if isinstance(ev, dict)]
+    times = [t for t in times if isinstance(t, (int, float)) and not isinstance(t, bool)]
+    return float(max(times)) if times else None
 
 
 class EventFollower:

@@ -11,7 +11,6 @@ plan the memory estimator says does not fit (unless ``force``).
 """
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .atomic import atomic_write_json, atomic_write_text
-from .errors import HardwareError, RunError
+from .errors import DataError, HardwareError, RunError
 from .hardware_types import Hardware
 from .plan import Plan, plan_from_dict
 from .runs import RunPaths, default_runs_dir, new_run_dir, read_status, run_state, write_status
@@ -71,8 +70,21 @@ def _spec(plan: Plan) -> Any:
     return spec_for_plan(plan)  # a ModelError here is the user's to fix: let it through
 
 
+def _check_data(plan: Plan) -> None:
+    """A data file that is not there fails the run seconds after start; say so before it starts."""
+    from .plan import SAMPLE_DATA
+
+    if plan.data == SAMPLE_DATA or plan.data.startswith("hub:"):
+        return
+    p = Path(plan.data).expanduser()
+    if not p.exists():
+        raise DataError(f"data {plan.data}: no such file",
+                        "give --data a .json/.jsonl/.csv/.parquet/.txt file, 'sample', or hub:DATASET_ID")
+
+
 def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = False) -> Any:
     """Refuse a plan that cannot run here; returns the memory Budget (None without an estimator)."""
+    _check_data(plan)
     if plan.uses_nvme():
         assert plan.nvme_path is not None  # the Plan's own validator guarantees it
         _check_writable(Path(plan.nvme_path).expanduser(), "the NVMe offload folder",
@@ -212,6 +224,16 @@ def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool
     """Start a worker with ``--resume`` on an existing run folder; refuses a live or completed run."""
     if not paths.plan.exists():
         raise RunError(f"{paths.root} is not a run folder (no plan.yaml)", "`zerotui runs` lists the runs")
+    import fcntl
+
+    # Two `zerotui resume` at once (two terminals, the TUI and the CLI) must not start two workers on
+    # one folder: the check below and the "starting" status written by _launch happen under one lock.
+    with open(paths.root / ".launch.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _resume_locked(paths, hardware, force)
+
+
+def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
     state = run_state(paths)
     st = read_status(paths)
     if state in ("starting", "running", "paused", "stopping"):
@@ -226,15 +248,10 @@ def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool
 
     plan = load_plan(paths.plan)
     if hardware is None:
-        hardware = _stored_or_detected_hardware(paths)
+        from .hardware import detect
+
+        hardware = detect(probe_disks=False)  # the run may resume on another machine than it started on
     preflight(plan, hardware, _spec(plan), force=force)
     atomic_write_json(paths.hardware, hardware.to_dict())
     return _launch(plan, paths, hardware, resume=True)
 
-
-def _stored_or_detected_hardware(paths: RunPaths) -> Hardware:
-    try:
-        from .hardware import detect
-    except ImportError:
-        return Hardware.from_dict(json.loads(paths.hardware.read_text(encoding="utf-8")))
-    return detect(probe_disks=False)

@@ -60,8 +60,11 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = N
     ``checkpoint``: a tag (``step120``), a step number or ``latest``; by default ``final/`` when the run
     has one, else the newest complete checkpoint.
     """
+    from transformers.utils import logging as hf_logging
+
     from .plan import load_plan
 
+    hf_logging.disable_progress_bar()
     out = Path(out_dir).expanduser().resolve()
     _check_out(out)
     if not run_paths.plan.exists():
@@ -127,10 +130,15 @@ def consolidated_state_dict(info: CheckpointInfo) -> dict[str, Any]:
     import torch
 
     if any(info.path.glob(ZERO_STATE_GLOB)):
+        import contextlib
+        import sys
+
         from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
 
         try:
-            return get_fp32_state_dict_from_zero_checkpoint(str(info.path.parent), tag=info.tag)
+            # zero_to_fp32 reports progress with print(): keep stdout for the command's own output.
+            with contextlib.redirect_stdout(sys.stderr):
+                return get_fp32_state_dict_from_zero_checkpoint(str(info.path.parent), tag=info.tag)
         except ValueError as err:
             if "is not a zero checkpoint" not in str(err):
                 raise RunError(f"checkpoint {info.path} cannot be consolidated: {err}",

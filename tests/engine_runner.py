@@ -77,7 +77,10 @@ def main() -> int:
     t.start()
     t.join()
     writer.close()
-    (paths.root / "result.json").write_text(json.dumps(out))
+    import os
+
+    rank = int(os.environ.get("RANK", "0") or 0)
+    (paths.root / ("result.json" if rank == 0 else f"result-rank{rank}.json")).write_text(json.dumps(out))
     import torch.distributed as dist
 
     if dist.is_initialized():

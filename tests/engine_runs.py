@@ -45,6 +45,31 @@ def run_engine(paths: RunPaths, *args: str, cache: Path, timeout: float = RUN_TI
     return result
 
 
+def run_engine_ranks(paths: RunPaths, world: int, *args: str, cache: Path,
+                     timeout: float = RUN_TIMEOUT) -> list[dict]:
+    """The runner as ``world`` CPU processes (gloo) rendezvousing like the DeepSpeed launcher's ranks."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    procs = []
+    for rank in range(world):
+        env = dict(os.environ, ZEROTUI_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1", RANK=str(rank),
+                   LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        procs.append(subprocess.Popen([sys.executable, str(RUNNER), str(paths.root), *args], env=env,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    errors = [p.communicate(timeout=timeout)[1] for p in procs]
+    results = []
+    for rank, p in enumerate(procs):
+        f = paths.root / ("result.json" if rank == 0 else f"result-rank{rank}.json")
+        assert p.returncode == 0 and f.exists(), f"rank {rank} failed:\n{errors[rank][-3000:]}"
+        results.append(json.loads(f.read_text()))
+        f.unlink()
+    return results
+
+
 def events(paths: RunPaths, type_: str | None = None) -> list[dict]:
     evs = read_all(paths.events)
     return [e for e in evs if type_ is None or e["type"] == type_]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine_runs import assert_valid_stream, events, make_run, run_engine
+from engine_runs import assert_valid_stream, events, make_run, run_engine, run_engine_ranks
 from zerotui.core.flops import flops_per_token
 from zerotui.core.lossscale import ScaleWatch, live_loss_scale
 from zerotui.core.schedule import lr_factor
@@ -213,6 +213,24 @@ def test_non_finite_loss_stops_the_run_after_max_nonfinite(tmp_path, cache, monk
     assert len(alerts) == 3 and "lower --lr" in alerts[-1]["hint"]
     assert all(e["loss"] == "nan" for e in events(paths, "step"))  # JSON has no NaN: the string
     assert not list(paths.checkpoints.glob("step*"))  # spoiled weights are never saved
+
+
+@pytest.mark.slow
+def test_two_ranks_stop_at_the_same_step_and_resume_together(tmp_path, cache):
+    """Only rank 0 hears the stop (as only rank 0 reads control.jsonl); the broadcast makes both ranks
+    save the same checkpoint and end at the same step; ZeRO-3 shards of both ranks resume."""
+    paths = make_run(tmp_path / "two", stage=3, micro_batch=8, max_steps=20, save_interval=0, eval_interval=10)
+    first = run_engine_ranks(paths, 2, "--stop-after", "5", cache=cache)
+    assert [(r["state"], r["step"]) for r in first] == [("stopped", 5), ("stopped", 5)]
+    step5 = paths.checkpoints / "step5"
+    assert sorted(p.name for p in step5.glob("zerotui_rng_rank*.pt")) == ["zerotui_rng_rank0.pt", "zerotui_rng_rank1.pt"]
+    assert len(list(step5.glob("*optim_states.pt"))) == 2
+    second = run_engine_ranks(paths, 2, "--resume", cache=cache)
+    assert [(r["state"], r["step"]) for r in second] == [("completed", 20)] * 2
+    evs = assert_valid_stream(paths)
+    assert [e["world_size"] for e in evs if e["type"] == "run_started"] == [2, 2]
+    assert [e["step"] for e in evs if e["type"] == "step"] == [5, 10, 15, 20]  # rank 0 alone writes events
+    assert [e["step"] for e in evs if e["type"] == "eval"] == [10, 20]
 
 
 @pytest.mark.slow

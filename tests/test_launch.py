@@ -101,6 +101,14 @@ def test_unwritable_nvme_path_is_refused(tmp_path):
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 
 
+def test_missing_data_file_is_refused_before_start(tmp_path):
+    from zerotui.core.errors import DataError
+
+    with pytest.raises(DataError, match="data .*missing.jsonl: no such file"):
+        start_run(tiny_plan(tmp_path, data=str(tmp_path / "missing.jsonl")), hardware=detect(probe_disks=False))
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
 def test_plan_that_does_not_validate_is_refused(tmp_path):
     bad = Plan.model_construct(**{**tiny_plan(tmp_path).model_dump(), "stage": 9})
     with pytest.raises(PlanError, match="stage"):
@@ -126,6 +134,38 @@ def test_plan_that_does_not_fit_is_refused_with_numbers_unless_forced(tmp_path):
         time.sleep(0.3)
     end = finished(paths, timeout=30)
     assert end["state"] == "stopped" and "third signal" in end["reason"]
+
+
+def test_two_resumes_at_once_start_one_worker(tmp_path):
+    import threading
+
+    from zerotui.core.runs import new_run_dir, write_status
+
+    paths = new_run_dir(tmp_path / "runs", "r")
+    paths.plan.write_text(tiny_plan(tmp_path).to_yaml())
+    write_status(paths, state="stopped", pid=999999999, step=5)
+    outcomes: list = []
+
+    def go() -> None:
+        try:
+            outcomes.append(resume_run(paths, hardware=detect(probe_disks=False)))
+        except RunError as err:
+            outcomes.append(err)
+
+    threads = [threading.Thread(target=go) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    started = [o for o in outcomes if isinstance(o, RunPaths)]
+    refused = [o for o in outcomes if isinstance(o, RunError)]
+    assert len(started) == 1 and len(refused) == 1, outcomes
+    assert f"run {paths.name} is still starting" in refused[0].message
+    wait_until(lambda: read_status(paths).get("worker_started"), 60, "the worker", paths)
+    for _ in range(3):
+        os.kill(read_status(paths)["pid"], signal.SIGTERM)
+        time.sleep(0.3)
+    assert finished(paths, timeout=30)["state"] == "stopped"
 
 
 def test_resume_of_a_folder_that_is_not_a_run(tmp_path):

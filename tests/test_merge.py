@@ -3,6 +3,8 @@ computes what the trained model computes, for a full ZeRO-3 run (shards consolid
 and a LoRA run (adapter merged into the base); bad requests fail with one clear line."""
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -109,6 +111,7 @@ def test_merge_refuses_a_non_empty_folder_and_a_run_without_weights(tmp_path, fu
 def test_merge_cli(tmp_path, full_run, zerotui_cli):
     r = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"), "--checkpoint", "5", "--json")
     assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["output"] == str(tmp_path / "m")  # stdout is only the JSON
     assert (tmp_path / "m" / "model.safetensors").exists()
     again = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not empty" in again.stderr

@@ -104,3 +104,18 @@ def test_empty_series_and_mismatched_input():
     assert len(s.view(50)) == 0 and len(s.view(50, window_s=60)) == 0
     with pytest.raises(ValueError):
         s.extend([T0, T0 + 1], [1], [1.0, 2.0])
+
+
+def test_fine_until_skips_only_what_the_fine_levels_would_drop():
+    t, step, v = _data(50_000)  # 5.3 hours, dense (2.6 points a second)
+    full, quick = Series(), Series()
+    full.extend(t, step, v)
+    for a in range(0, 50_000, 7000):  # a file read in chunks, knowing its last time
+        quick.extend(t[a:a + 7000], step[a:a + 7000], v[a:a + 7000], fine_until=t[-1])
+    for window in (None, 600.0, 3600.0):
+        a, b = full.view(100, window), quick.view(100, window)
+        for field in ("t", "lo", "hi", "last", "m"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+    # live points afterwards land as usual
+    quick.extend(t[-1:] + 1, step[-1:] + 1, [9.0])
+    assert quick.view(100, 600).hi.max() == 9.0

@@ -71,6 +71,7 @@ async def test_failed_run_shows_its_reason(tmp_path):
         screen = await loaded(pilot)
         banner = text_of(screen.query_one("#dash-banner"))
         assert "Run failed: CUDA out of memory during step 120" in banner
+        assert "read-only" in text_of(screen.query_one("#dash-status"))  # nothing left to control
         assert screen.query_one("#dash-banner").has_class("-error")
         log = log_text(screen)
         assert "oom:" in log and "micro-batch 2 with grad-accum 4" in log

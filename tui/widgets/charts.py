@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
+from typing import Optional
 
 import numpy as np
 from rich.segment import Segment
@@ -316,11 +316,3 @@ def legend(*items: tuple[str, str]) -> str:
     top of the data in a small pane)."""
     return " ".join(f"[{_LEGEND_COLORS.get(color, color)}]━[/] {label.replace('[', chr(92) + '[')}"
                     for color, label in items)
-
-
-def latest_text(values: Sequence[tuple[str, Optional[float], str]]) -> str:
-    """'tokens/s 35.2k · TFLOP/s 120' — the newest values, for a chart's subtitle."""
-    return " · ".join(f"{label} {format_number(v)}{unit}" for label, v, unit in values if v is not None)
-
-
-ChartFactory = Callable[[], SeriesChart]
