@@ -30,14 +30,9 @@ def trained_state_dict(engine: Any, trainable_only: bool) -> Any:
     if dist.is_initialized() and dist.get_rank() != 0:
         return None
     module = engine.module
-    return {k: v.detach().cpu() for k, v in module.state_dict().items()
-            if not trainable_only or _is_trainable(module, k)}
-
-
-def _is_trainable(module: Any, key: str) -> bool:
-    params = dict(module.named_parameters())
-    p = params.get(key)
-    return bool(p is not None and p.requires_grad)
+    if trainable_only:
+        return {k: p.detach().cpu() for k, p in module.named_parameters() if p.requires_grad}
+    return {k: v.detach().cpu() for k, v in module.state_dict().items()}
 
 
 def write_final(engine: Any, loaded: Any, plan: Any, folder: Path, step: int, rank: int) -> Path:

@@ -119,8 +119,17 @@ def materialise(seed: int = 42) -> Path:
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".tiny-", dir=folder.parent))
     try:
-        tiny_model(seed).save_pretrained(str(tmp), safe_serialization=True)
+        # Written by hand, not with save_pretrained: under torch.distributed that writes only on rank 0,
+        # and every rank may get here first (each then renames a complete folder or drops its copy).
+        from safetensors.torch import save_file
+
+        model = tiny_model(seed)
+        model.config.to_json_file(str(tmp / "config.json"))
+        save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(tmp / "model.safetensors"),
+                  metadata={"format": "pt"})
         tiny_tokenizer().save_pretrained(str(tmp))
+        if not all((tmp / f).exists() for f in ("config.json", "model.safetensors", "tokenizer.json")):
+            raise OSError(f"the tiny model could not be written to {tmp}")
         try:
             os.rename(tmp, folder)
         except OSError:  # another process won the race: theirs is identical

@@ -71,6 +71,11 @@ def main() -> int:
             out.update(state=r.state, reason=r.reason, step=r.step)
         except ZeroTuiError as err:
             out.update(error=err.one_line(), type=type(err).__name__)
+        except BaseException as err:  # noqa: BLE001 - SystemExit in a thread would vanish silently
+            import traceback
+
+            traceback.print_exc()
+            out.update(crash=f"{type(err).__name__}: {err}")
 
     # In a thread, as the worker runs it (DeepSpeed must not need the main thread).
     t = threading.Thread(target=run)

@@ -53,18 +53,22 @@ def run_engine_ranks(paths: RunPaths, world: int, *args: str, cache: Path,
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    procs = []
+    procs, logs = [], []
     for rank in range(world):
         env = dict(os.environ, ZEROTUI_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1", RANK=str(rank),
                    LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-        procs.append(subprocess.Popen([sys.executable, str(RUNNER), str(paths.root), *args], env=env,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-    errors = [p.communicate(timeout=timeout)[1] for p in procs]
+        # Files, not pipes: a rank blocked on a full stderr pipe would stall the others' collectives.
+        logs.append(paths.root / f"rank{rank}.log")
+        with open(logs[-1], "ab") as log:
+            procs.append(subprocess.Popen([sys.executable, str(RUNNER), str(paths.root), *args], env=env,
+                                          stdout=log, stderr=subprocess.STDOUT))
+    for p in procs:
+        p.wait(timeout=timeout)
     results = []
     for rank, p in enumerate(procs):
         f = paths.root / ("result.json" if rank == 0 else f"result-rank{rank}.json")
-        assert p.returncode == 0 and f.exists(), f"rank {rank} failed:\n{errors[rank][-3000:]}"
+        assert p.returncode == 0 and f.exists(), f"rank {rank} failed:\n{logs[rank].read_text()[-3000:]}"
         results.append(json.loads(f.read_text()))
         f.unlink()
     return results

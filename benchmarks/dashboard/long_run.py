@@ -7,15 +7,19 @@ project's 2-core machine, with >= 300,000 step events plus telemetry.
     python benchmarks/dashboard/long_run.py --repeats 1 --live-s 10
 
 Each measurement is a fresh Python process (imports count) that hosts ``DashboardScreen`` headless
-(``App.run_test``): no terminal output is written, so a real terminal adds its own drawing on top.
+(``App.run_test``): repaints are timed including the escape-sequence encoding a terminal would get
+(which a headless app skips), but nothing is written to a terminal.
 While it runs, this parent process plays the worker: it keeps ``status.json`` beating and appends step
 events (10/s) and telemetry (every 5 s) to the same file, so the redraw figures are for a live run.
 
 Measured per child:
 * ``first_frame_s``: from the parent's spawn of the child to every visible chart built from the whole
   history and painted (``await pilot.pause()`` after the build); ``history_load_s`` is the file read;
-* ``tick_ms``: each timer tick's chart building while events stream in (what the 0.25 s timer costs);
-* ``full_redraw_ms``: all charts rebuilt at once plus Textual's repaint, for each zoom and x axis;
+* ``live_tick_ms`` / ``live_paint_ms`` (wall) and ``*_cpu_ms`` (this thread's CPU): each timer tick's
+  chart building and each repaint while events stream in; a frame is one tick plus one repaint;
+* ``full_redraw_ms``: all charts rebuilt at once plus the repaint, for each zoom and x axis (not what
+  the dashboard does: its tick spreads a rebuild of everything over two ticks; reported as the worst
+  case without that budget);
 * ``rss_mb``: resident memory after the first frame and at the end; ``peak_rss_mb`` (ru_maxrss).
 
 Results go to ``benchmarks/results/dashboard-long-run.json``.
@@ -94,12 +98,22 @@ def child(run_dir: Path, size: tuple[int, int], live_s: float) -> dict:
             refresh = screen._compositor_refresh
 
             paint_cpu: list[float] = []
+            frames: list[float] = []       # a tick that built charts + the repaint that showed them
+            pending = {"tick": 0.0}
+            slowest: list[tuple[float, list[str]]] = []
 
             def timed_refresh():
+                dirty = sorted(str(w.id or type(w).__name__) for w in screen._dirty_widgets)
                 t, c = time.perf_counter(), time.thread_time()
                 refresh()
-                paints.append((time.perf_counter() - t) * 1000)
+                wall = (time.perf_counter() - t) * 1000
+                paints.append(wall)
                 paint_cpu.append((time.thread_time() - c) * 1000)
+                frames.append(pending["tick"] + wall)
+                pending["tick"] = 0.0
+                slowest.append((wall, dirty))
+                slowest.sort(key=lambda x: -x[0])
+                del slowest[3:]
             screen._compositor_refresh = timed_refresh
             # CPU time of each tick that built charts: on a machine shared with other work, wall time
             # also counts the time the OS gave the CPU to someone else; CPU time is this code's own cost.
@@ -107,10 +121,11 @@ def child(run_dir: Path, size: tuple[int, int], live_s: float) -> dict:
             tick = screen._tick
 
             def timed_tick():
-                before, c = len(screen.tick_ms), time.thread_time()
+                before, c, t = len(screen.tick_ms), time.thread_time(), time.perf_counter()
                 tick()
                 if len(screen.tick_ms) > before:
                     tick_cpu.append((time.thread_time() - c) * 1000)
+                    pending["tick"] += (time.perf_counter() - t) * 1000
             screen._tick = timed_tick
             for timer in screen._timers:  # the interval timer holds the bound method: point it here
                 if timer.name == "dashboard redraw":
@@ -132,6 +147,8 @@ def child(run_dir: Path, size: tuple[int, int], live_s: float) -> dict:
             await asyncio.sleep(live_s)
             out["live_ticks_ms"] = list(screen.tick_ms)
             out["live_paints_ms"] = list(paints)
+            out["live_frames_ms"] = list(frames)
+            out["slowest_paints"] = [{"ms": round(ms, 2), "dirty": d[:12]} for ms, d in slowest]
             out["live_tick_cpu_ms"] = list(tick_cpu)
             gc.callbacks.remove(on_gc)
             out["gc_pauses_ms_max"] = {g: round(max((ms for gen, ms in gc_pauses if gen == g), default=0.0), 2)
@@ -188,7 +205,7 @@ class FakeWorker(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        from zerotui.core.events import EventWriter
+        from zerotui.core.events import EventWriter, make_event
         from zerotui.core.runs import RunPaths, write_status
 
         paths = RunPaths(self.run_dir)
@@ -199,16 +216,18 @@ class FakeWorker(threading.Thread):
                 if self.appending.is_set():
                     self.step += 1
                     self.t += 0.1
-                    w.emit("step", step=self.step, epoch=self.step / 1e5, loss=1.0, lr=1e-5, grad_norm=1.0,
-                           loss_scale=65536.0, skipped=0, samples_per_s=85.0, tokens_per_s=340000.0,
-                           tflops=400.0, step_time=0.1)
+                    # event times continue the synthetic run's clock, as the same worker would
+                    w.write(make_event("step", t=self.t, step=self.step, epoch=self.step / 1e5, loss=1.0,
+                                       lr=1e-5, grad_norm=1.0, loss_scale=65536.0, skipped=0,
+                                       samples_per_s=85.0, tokens_per_s=340000.0, tflops=400.0, step_time=0.1))
                     if time.monotonic() - last_tel >= 5.0:
                         last_tel = time.monotonic()
-                        w.emit("telemetry", gpus=[{"index": i, "util": 95, "mem_used": 72 * 2**30,
-                                                   "mem_total": 80 * 2**30, "power_w": 600.0, "temp_c": 70}
-                                                  for i in range(self.gpus)],
-                               cpu_percent=40.0, ram_used=412 * 2**30, ram_total=1024 * 2**30,
-                               rss=380 * 2**30, nvme_bytes=0)
+                        w.write(make_event(
+                            "telemetry", t=self.t,
+                            gpus=[{"index": i, "util": 95, "mem_used": 72 * 2**30, "mem_total": 80 * 2**30,
+                                   "power_w": 600.0, "temp_c": 70} for i in range(self.gpus)],
+                            cpu_percent=40.0, ram_used=412 * 2**30, ram_total=1024 * 2**30, rss=380 * 2**30,
+                            nvme_bytes=0))
                 time.sleep(0.1)
 
 
@@ -234,8 +253,13 @@ def prepare(base: Path, hours: float, steps: int, gpus: int) -> tuple[Path, dict
     return run_dir, counts
 
 
-def run_child(run_dir: Path, size: str, live_s: float, steps: int, gpus: int) -> dict:
-    fake = FakeWorker(run_dir, first_step=steps, t0=time.time(), gpus=gpus)
+def run_child(run_dir: Path, size: str, live_s: float, steps: int, gpus: int, nbytes: int) -> dict:
+    from zerotui.core.history_reader import _last_time
+
+    events = run_dir / "events.jsonl"
+    with open(events, "r+b") as fh:  # every child reads the same file: drop the last child's appends
+        fh.truncate(nbytes)
+    fake = FakeWorker(run_dir, first_step=steps, t0=_last_time(events, nbytes) or time.time(), gpus=gpus)
     fake.start()
     time.sleep(0.3)  # a fresh heartbeat before the dashboard looks
     env = {**os.environ, "TZ": "UTC"}
@@ -303,6 +327,7 @@ def summarize(runs: list[dict]) -> dict:
         "live_paint_ms": {"n": len(live_paints), "median": statistics.median(live_paints) if live_paints else None,
                           "max": max(live_paints) if live_paints else None},
         "live_frame_bound_ms": max(ticks or [0]) + max(live_paints or [0]),
+        "live_frame_ms": _stats([t for r in runs for t in r["live_frames_ms"]]),
         "live_tick_cpu_ms": _stats([t for r in runs for t in r["live_tick_cpu_ms"]]),
         "live_paint_cpu_ms": _stats([t for r in runs for t in r["live_paint_cpu_ms"]]),
         "cpu_s_first_frame": {"max": max(r["cpu_s_first_frame"] for r in runs)},
@@ -332,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     runs = []
     for size in [args.size] * args.repeats + ["80x24"]:
-        r = run_child(run_dir, size, args.live_s, args.steps, args.gpus)
+        r = run_child(run_dir, size, args.live_s, args.steps, args.gpus, counts["bytes"])
         runs.append(r)
         print(f"{size}: first frame {r['first_frame_s']:.2f} s (load {r['history_load_s']:.2f} s), "
               f"ticks max {max(r['live_ticks_ms'] or [0]):.1f} ms, full redraw max "
@@ -344,12 +369,15 @@ def main(argv: list[str] | None = None) -> int:
     summary["meets_targets"] = {
         "first_frame": summary["first_frame_s"]["max"] < targets["first_frame_s"],
         "live_ticks": (summary["live_tick_ms"]["max"] or 0) < targets["redraw_ms"],
-        "live_frame_bound": summary["live_frame_bound_ms"] < targets["redraw_ms"],
-        "live_frame_cpu": (summary["live_tick_cpu_ms"].get("max", 0) + summary["live_paint_cpu_ms"].get("max", 0))
-        < targets["redraw_ms"],
-        "full_redraw": summary["full_redraw_all_charts_ms"]["max"] < targets["redraw_ms"],
+        "live_frames": summary["live_frame_ms"].get("max", 0) < targets["redraw_ms"],
+
         "memory": max(r["peak_rss_mb"] for r in runs) < targets["rss_mb"],
     }
+    # Not a target: every chart rebuilt in one frame. The dashboard never does that (its tick stops
+    # building at TICK_BUDGET_MS and leaves the rest for the next tick, 0.25 s later); this is the
+    # worst case a frame would cost without that budget.
+    summary["informational"] = {"all_charts_in_one_frame_under_50ms":
+                                summary["full_redraw_all_charts_ms"]["max"] < targets["redraw_ms"]}
     result = {
         "benchmark": "dashboard long run (benchmarks/dashboard/long_run.py)",
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
@@ -359,10 +387,12 @@ def main(argv: list[str] | None = None) -> int:
         "events_file": counts, "targets": targets, "summary": summary,
         "decode": decode_speed(run_dir / "events.jsonl"),
         "runs": [{k: v for k, v in r.items() if k not in ("full_redraws", "live_ticks_ms", "live_paints_ms",
-                                                          "live_tick_cpu_ms", "live_paint_cpu_ms")} |
+                                                          "live_tick_cpu_ms", "live_paint_cpu_ms",
+                                                          "live_frames_ms")} |
                  {"live_ticks_ms_max": max(r["live_ticks_ms"] or [0]),
                   "live_ticks": len(r["live_ticks_ms"]),
                   "live_paint_ms_max": max(r["live_paints_ms"] or [0]),
+                  "live_frame_ms_max": max(r["live_frames_ms"] or [0]),
                   "full_redraw_ms_max": max(d["ms"] for d in r["full_redraws"]),
                   "full_redraw_slowest": max(r["full_redraws"], key=lambda d: d["ms"])}
                  for r in runs],

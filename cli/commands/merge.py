@@ -20,11 +20,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.merge import merge_run
+    import contextlib
+    import sys
+
     from zerotui.core.runs import resolve_run
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
-    out = merge_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype)
+    # DeepSpeed's logger and zero_to_fp32 print to stdout; stdout is this command's answer (--json).
+    with contextlib.redirect_stdout(sys.stderr):
+        from zerotui.core.merge import merge_run
+
+        out = merge_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype)
     if args.json:
         print(json.dumps({"run": str(paths.root), "output": str(out)}))
     else:
