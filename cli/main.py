@@ -61,6 +61,13 @@ def build_parser(only: Optional[str] = None) -> OneLineParser:
     return parser
 
 
+def _subparser(parser: argparse.ArgumentParser, name: str) -> Optional[argparse.ArgumentParser]:
+    for action in parser._actions:  # argparse keeps subparsers only here
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(name)
+    return None
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     from zerotui.core.errors import ZeroTuiError
@@ -69,7 +76,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     # Help for the whole program imports every command's arguments; anything else only the chosen one.
     only = None if (chosen is None and any(a in ("-h", "--help") for a in argv)) else chosen
     parser = build_parser(only=only or "__none__")
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # The top parser would report these as `zerotui: unrecognized arguments` and point at
+        # `zerotui --help`; the subcommand's own help is the one that lists its options.
+        sub = _subparser(parser, args.command) if args.command else None
+        (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         if args.version:
             from importlib.metadata import version

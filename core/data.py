@@ -20,7 +20,7 @@ import torch
 
 from .datafiles import FORMATS_HINT, BadRows, read_rows
 from .errors import DataError
-from .prompts import BadRow, Formatter, detect_format, template_source
+from .prompts import BadRow, Formatter, detect_format, expected_fields, template_source
 from .tokenise import IGNORE, TokeniseStats, TokenSet, collate, from_examples, pack, tokenise
 
 CACHE_VERSION = 1
@@ -169,12 +169,7 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
 
 
 def _expected(fmt: str, plan: Any) -> str:
-    return {
-        "alpaca": "alpaca rows need non-empty 'instruction' and 'output' text ('input' optional)",
-        "chat": f"chat rows need '{plan.messages_field}': a list of {{role, content}} with an assistant turn",
-        "prompt_response": f"rows need non-empty '{plan.prompt_field}' and '{plan.response_field}' text",
-        "text": f"text rows need a non-empty '{plan.text_field}' field",
-    }.get(fmt, FORMATS_HINT)
+    return expected_fields(fmt, plan)
 
 
 def _pad_id(tokenizer: Any) -> int:

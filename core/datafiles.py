@@ -95,6 +95,10 @@ def read_rows(data: str, text_field: str = "text", max_rows: Optional[int] = Non
             rows, where, bad = _parse_csv(text)
         else:
             rows, where, bad = _parse_txt(text, text_field)
+    if not rows and bad.count:
+        # Every line broken (a truncated export, the wrong file): say so, not "cannot tell the format".
+        raise DataError(f"data file {path}: none of its {bad.count} rows could be read "
+                        f"(first: {'; '.join(bad.examples[:3])})", FORMATS_HINT)
     if max_rows is not None:
         rows, where = rows[:max_rows], where[:max_rows]
     return RawRows(str(path), rows, where, bad, fingerprint)
@@ -102,6 +106,12 @@ def read_rows(data: str, text_field: str = "text", max_rows: Optional[int] = Non
 
 def _read_text(path: Path) -> str:
     raw = path.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # the byte-order mark Windows tools write for "Unicode"
+        raise DataError(f"data file {path} is UTF-16 text, not UTF-8",
+                        f"convert it, e.g. `iconv -f utf-16 -t utf-8 {path.name} > fixed{path.suffix}`")
+    if b"\x00" in raw[:8192]:
+        raise DataError(f"data file {path} is binary (it holds NUL bytes), not {path.suffix or 'text'} text",
+                        FORMATS_HINT)
     try:
         return raw.decode("utf-8-sig")  # a BOM (Excel, Notepad) is dropped
     except UnicodeDecodeError as err:
@@ -117,7 +127,7 @@ def _parse_json(text: str, path: Path) -> tuple[list, list, BadRows]:
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":  # several objects one after another: JSON Lines named .json
             return _parse_jsonl(text)
-        raise DataError(f"data file {path} is not valid JSON ({err.msg} at line {err.lineno})",
+        raise DataError(f"data file {path} is not valid JSON ({err.msg}: line {err.lineno}, column {err.colno})",
                         "a .json data file holds a list of objects; one object a line is .jsonl") from None
     if isinstance(value, dict):
         # {"data": [...]} / {"train": [...]}: the first list of objects inside.

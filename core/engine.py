@@ -163,7 +163,7 @@ def train(plan: Any, paths: Any, emit: Callable[..., Any], control: Any, hardwar
     phases.start("loading tokenizer")
     tokenizer = load_tokenizer(plan)
     phases.start("tokenising")
-    data = prepare_data(plan, tokenizer, progress=phases.progress)
+    data = _rank0_first(world, rank, lambda: prepare_data(plan, tokenizer, progress=phases.progress))
     note(data.report.summary())
     problems = data.report.problems()
     if problems:
@@ -219,6 +219,23 @@ def train(plan: Any, paths: Any, emit: Callable[..., Any], control: Any, hardwar
          train_sequences=len(data.train), eval_sequences=len(data.eval) if data.eval is not None else 0,
          data_format=data.report.format)
     return loop.run()
+
+
+def _rank0_first(world: int, rank: int, fn: Callable[[], Any]) -> Any:
+    """Rank 0 runs ``fn`` (tokenising: it fills the cache), the other ranks then (a cache hit), so a
+    node does the work once. Rank 0 reaches the barrier even when ``fn`` fails, or the others would
+    wait forever; they then fail the same way on their own."""
+    if world == 1:
+        return fn()
+    import torch.distributed as dist
+
+    if rank == 0:
+        try:
+            return fn()
+        finally:
+            dist.barrier()
+    dist.barrier()
+    return fn()
 
 
 def _check_precision(plan: Any) -> None:

@@ -191,6 +191,17 @@ def _from_pretrained(plan: Any, config: Any, dtype: Any, attn: str) -> Any:
     except OSError as err:
         raise ModelError(f"model {source}: the weights could not be read ({str(err).splitlines()[0][:160]})",
                          "check the files are complete (a download may have been cut short)") from None
+    except RuntimeError as err:
+        # transformers prints a table of the mismatched weights to the log and raises this summary.
+        if "mismatched_sizes" not in str(err) and "size mismatch" not in str(err):
+            raise
+        raise ModelError(f"model {source}: the weights' shapes do not match its config.json (see worker.log "
+                         "for which weights)", "use the config.json that was saved with these weights") from None
+    except Exception as err:  # noqa: BLE001 - safetensors' own error class has no public base to catch
+        if type(err).__name__ != "SafetensorError":
+            raise
+        raise ModelError(f"model {source}: a weights file is damaged ({str(err).splitlines()[0][:160]})",
+                         "copy or download the weight files again (one was cut short or overwritten)") from None
 
 
 def _check_vocab(model: Any, tokenizer: Any, plan: Any) -> None:

@@ -9,11 +9,12 @@ derived by methods, never stored, so it can never disagree with the rest.
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import PlanError
 
@@ -23,6 +24,12 @@ OffloadTarget = Literal["none", "cpu", "nvme"]
 DataFormat = Literal["auto", "text", "alpaca", "chat", "prompt_response"]
 Attention = Literal["sdpa", "eager", "flash"]
 Schedule = Literal["cosine", "linear", "constant"]
+
+#: ds_config sections DeepSpeed reads as objects (deepspeed/runtime/config.py reads each with
+#: get(param_dict, key, {}) and passes it to a pydantic config class).
+DS_OBJECT_SECTIONS = ("zero_optimization", "optimizer", "scheduler", "fp16", "bf16", "activation_checkpointing",
+                      "aio", "tensorboard", "csv_monitor", "wandb", "flops_profiler", "comms_logger",
+                      "checkpoint", "data_efficiency", "compression_training", "autotuning", "elasticity")
 
 #: The model name that selects the built-in tiny Llama-family model (no download needed).
 TINY_MODEL = "tiny"
@@ -171,6 +178,19 @@ class Plan(BaseModel):
     runs_dir: Optional[Path] = Field(None, description="Where run folders go (default: the user data folder).")
     seed: int = Field(42, ge=0, description="Random seed for weights of new layers, data order and dropout.")
 
+    # -- single-field rules -----------------------------------------------------------------------
+    @field_validator("ds_overrides")
+    @classmethod
+    def _overrides_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # DeepSpeed unpacks these sections as keyword arguments (DeepSpeedZeroConfig(**section)): a number
+        # there fails deep inside deepspeed.initialize with a TypeError, after the model has loaded.
+        for key in DS_OBJECT_SECTIONS:
+            section = value.get(key)
+            if section is not None and not isinstance(section, dict):
+                raise ValueError(f"ds_overrides.{key} must be a JSON object like {{\"key\": value}} "
+                                 f"(got {section!r}); use null to remove the section")
+        return value
+
     # -- cross-field rules ------------------------------------------------------------------------
     @model_validator(mode="after")
     def _check_combinations(self) -> "Plan":
@@ -262,7 +282,10 @@ def _describe_validation_error(err: ValidationError, source: str) -> str:
         return f"{where}{msg.removeprefix('Value error, ')}"
     given = e.get("input")
     given_s = "" if isinstance(given, dict) else f" (got {given!r})"
-    msg = msg.replace("Input should be", "must be")
+    if kind == "string_pattern_mismatch":  # a regular expression means nothing to most users
+        msg = "must use only letters, digits, '.', '_' and '-', starting with a letter or digit"
+    # pydantic says "Input should be ...", "String should have ...", "List should have ...".
+    msg = re.sub(r"^(?:Input|String|List|Dictionary|Value) should\b", "must", msg)
     return f"{where}field '{loc}': {msg}{given_s}"
 
 
@@ -290,10 +313,21 @@ def plan_from_dict(data: Any, source: str = "") -> Plan:
 def plan_from_yaml(text: str, source: str = "plan") -> Plan:
     try:
         data = yaml.safe_load(text)
+    except yaml.constructor.ConstructorError as err:
+        # safe_load knows no !!python/... tags: such a file asks to run code when loaded. Say that plainly.
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        tag = (getattr(err, "problem", None) or "an unknown tag").split(" tag ")[-1]
+        raise PlanError(f"{source}: refused the YAML tag {tag}{where}: plan files hold plain values, and a "
+                        "tag like this asks the loader to build objects (or run code)",
+                        "remove the tag; write the value itself, e.g. 'name: my-run'") from None
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(err, "problem", None) or "not valid YAML"
+        context = getattr(err, "context", None)  # "expected a single document in the stream", ...
+        if context and context not in problem:
+            problem = f"{context}, {problem}"
         raise PlanError(f"{source}: {problem}{where}", "fix the YAML syntax (indentation, ':' after each key)") from None
     if data is None:
         raise PlanError(f"{source}: the file is empty", "a plan needs at least 'model:' and 'data:'")

@@ -57,8 +57,10 @@ def detect_format(rows: list[Any], plan: Any, source: str) -> str:
     if plan.text_field in keys:
         return "text"
     shown = ", ".join(sorted(map(str, keys))[:8])
+    # csv.DictReader takes the first line as the header whatever it holds: say so, it is the usual cause.
+    header = "; a .csv file's first line must name the columns" if str(source).lower().endswith(".csv") else ""
     raise DataError(
-        f"{source}: cannot tell the format from the fields ({shown})",
+        f"{source}: cannot tell the format from the fields ({shown}){header}",
         f"use fields instruction/input/output, {plan.messages_field}, {plan.prompt_field}/"
         f"{plan.response_field} or {plan.text_field}, or set --data-format and the --*-field names")
 
@@ -70,7 +72,8 @@ class Formatter:
         self.tok = tokenizer
         self.plan = plan
         self.fmt = fmt
-        self.eos = tokenizer.eos_token or ""
+        # tokenizer may be None: check_row() validates rows before any tokenizer is loaded.
+        self.eos = getattr(tokenizer, "eos_token", None) or ""
         self.has_template = bool(getattr(tokenizer, "chat_template", None))
 
     def render(self, row: Any) -> Rendered:
@@ -181,6 +184,24 @@ class Formatter:
             parts.append(body + "\n\n")
             pos += len(body) + 2
         return Rendered("".join(parts).rstrip("\n"), spans)
+
+
+def check_row(row: Any, plan: Any, fmt: str) -> None:
+    """Raise BadRow when ``row`` has nothing to train on in format ``fmt``. Needs no tokenizer, so a
+    launch can refuse a file with no usable row in a second instead of failing in the worker."""
+    Formatter(None, plan, fmt).render(row)
+
+
+def expected_fields(fmt: str, plan: Any) -> str:
+    """What a row of ``fmt`` needs, in words (the hint of a 'no usable rows' error)."""
+    from .datafiles import FORMATS_HINT
+
+    return {
+        "alpaca": "alpaca rows need non-empty 'instruction' and 'output' text ('input' optional)",
+        "chat": f"chat rows need '{plan.messages_field}': a list of {{role, content}} with an assistant turn",
+        "prompt_response": f"rows need non-empty '{plan.prompt_field}' and '{plan.response_field}' text",
+        "text": f"text rows need a non-empty '{plan.text_field}' field",
+    }.get(fmt, FORMATS_HINT)
 
 
 def _text_field(row: dict, name: str) -> str:

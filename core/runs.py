@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,8 +155,19 @@ def send_control(paths: RunPaths, command: str, **args: Any) -> dict[str, Any]:
         raise RunError(f"no run folder at {paths.root}", "`zerotui runs` lists the runs")
     entry = {"t": time.time(), "id": f"{os.getpid()}-{time.monotonic_ns()}", "command": command, **args}
     line = json.dumps(entry) + "\n"
-    # O_APPEND makes each single write() land whole at the end, even with several writers.
-    fd = os.open(paths.control, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+    # O_APPEND makes each single write() land whole at the end, even with several writers. O_NOFOLLOW and
+    # the regular-file check: commands go only into the run folder's own file, never through a symlink
+    # to some other file (which the worker would not read anyway, see read_control).
+    try:
+        fd = os.open(paths.control, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        raise RunError(f"{paths.control} is not a plain file ({err.strerror}); control commands are only "
+                       "written to the run folder's own control.jsonl",
+                       "remove that link and send the command again") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunError(f"{paths.control} is not a plain file; control commands are only written to the run "
+                       "folder's own control.jsonl", "remove it and send the command again")
     try:
         os.write(fd, line.encode())
     finally:
@@ -166,11 +178,16 @@ def send_control(paths: RunPaths, command: str, **args: Any) -> dict[str, Any]:
 def read_control(paths: RunPaths, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
     """Commands appended after ``offset`` and the new offset; malformed or unknown lines are skipped."""
     try:
-        with open(paths.control, "rb") as fh:
-            fh.seek(offset)
-            chunk = fh.read()
-    except FileNotFoundError:
+        # Only the run folder's own regular file is obeyed: a symlink (ELOOP with O_NOFOLLOW) or a FIFO
+        # (which would block this read, and the worker's heartbeat with it) reads as "no commands".
+        fd = os.open(paths.control, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, a symlink, unreadable
         return [], offset
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return [], offset
+        fh.seek(offset)
+        chunk = fh.read()
     end = chunk.rfind(b"\n")
     if end < 0:
         return [], offset

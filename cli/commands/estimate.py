@@ -50,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
     from zerotui.core.sizes import format_bytes
 
     plan = plan_from_args(args, args.source)
+    from zerotui.core.inputcheck import check_inputs
+
+    check_inputs(plan, training=False)
     spec = spec_for_plan(plan)
     hw = hardware_from_args(args, plan)
     budget = estimate(plan, hw, spec)

@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     if args.top < 1:
         raise PlanError(f"--top: {args.top} shows nothing", "give --top 1 or more")
     plan = plan_from_args(args, args.source)
+    from zerotui.core.inputcheck import check_inputs
+
+    check_inputs(plan, training=False)
     spec = spec_for_plan(plan)
     hw = hardware_from_args(args, plan)
     recs = recommend(plan, hw, spec, limit=args.top)
