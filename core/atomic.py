@@ -12,6 +12,18 @@ from pathlib import Path
 from typing import Any
 
 
+def current_umask() -> int:
+    """The process umask (reading it means setting it; put it straight back)."""
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def user_mode(mode: int = 0o666) -> int:
+    """``mode`` as the user's umask would leave it for a newly created file (0o777 for folders/scripts)."""
+    return mode & ~current_umask()
+
+
 def atomic_write_bytes(path: Path | str, data: bytes, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
 
@@ -26,9 +38,7 @@ def atomic_write_bytes(path: Path | str, data: bytes, fsync: bool = True) -> Non
             fh.flush()
             if fsync:
                 os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, user_mode(0o666))
         os.replace(tmp, target)
     except BaseException:
         try:
@@ -59,9 +69,7 @@ def create_exclusive_text(path: Path | str, text: str) -> None:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
+        os.chmod(tmp, user_mode(0o666))
         os.link(tmp, target)  # atomic, and fails if the target exists
     finally:
         try:

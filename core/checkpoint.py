@@ -21,6 +21,7 @@ import random
 import re
 import shutil
 import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -165,6 +166,7 @@ class Checkpointer:
         except Exception as exc:
             why = _write_error(exc)
             if why is not None:
+                _release_files(exc)
                 raise self._write_failed(path, step, why) from None
             raise
         seconds = time.monotonic() - started
@@ -233,6 +235,21 @@ class Checkpointer:
         for c in list_checkpoints(self.folder):
             if not c.complete and c.step > step:
                 shutil.rmtree(c.path, ignore_errors=True)
+
+
+def _release_files(exc: BaseException) -> None:
+    """Close the files a failed save still holds open. torch's zip writer is only closed when its frames
+    go, and the exception's traceback keeps them alive (the worker keeps the exception to report it):
+    on a full disk the removed torn files would keep their space, and the worker's next small writes
+    (status.json) failed with ENOSPC too (found by scripts/faults/disk_full.py on a 48 MiB tmpfs)."""
+    todo, seen = [exc], set()
+    while todo:
+        e = todo.pop()
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)  # skips frames still running (this one's callers)
+        todo += [e.__cause__, e.__context__]
 
 
 def _fsync_tree(path: Path) -> None:

@@ -231,6 +231,27 @@ def _check_overrides(overrides: dict[str, Any]) -> None:
         else:
             raise PlanError(f"ds_overrides sets {'.'.join(path)}, which zerotui derives from the plan",
                             f"use {option} instead")
+    opt = overrides.get("optimizer")
+    name = opt.get("type") if isinstance(opt, dict) else None
+    if name is not None and not _known_optimizer(name):
+        raise PlanError(f"ds_overrides.optimizer.type {name!r} is not an optimizer DeepSpeed can build",
+                        f"use one of {', '.join(DEEPSPEED_OPTIMIZER_NAMES)} or a torch.optim class name")
+
+
+#: What DeepSpeed builds itself (deepspeed/runtime/config.py DEEPSPEED_OPTIMIZERS, 0.19.8); any other name
+#: must be a torch.optim class (engine.py `_supported_optims`), else initialize() fails after the model
+#: has loaded — minutes into a run. Checked here so the plan is refused up front.
+DEEPSPEED_OPTIMIZER_NAMES = ("adagrad", "adam", "adamw", "lamb", "muadam", "muadamw", "musgd", "lion", "muon")
+
+
+def _known_optimizer(name: Any) -> bool:
+    if not isinstance(name, str):
+        return False
+    if name.lower() in DEEPSPEED_OPTIMIZER_NAMES:
+        return True
+    import torch  # only for an unusual name: keeps the wizard's config preview free of torch
+
+    return getattr(torch.optim, name, None) is not None
 
 
 def build_ds_config(plan: Plan, world_size: int, spec: Any = None,

@@ -51,10 +51,43 @@ def init_distributed() -> tuple[int, int]:
         import deepspeed
         from deepspeed.accelerator import get_accelerator
 
+        from .launcher import collective_timeout
+
         # DeepSpeed's CPU accelerator would pick oneCCL when installed; gloo is what is tested here.
         backend = "gloo" if get_accelerator().device_name() == "cpu" else None
-        deepspeed.init_distributed(dist_backend=backend)
+        # The timeout is passed, not left to DeepSpeed's import-time default, so that the value the
+        # launcher's environment holds is the one in force (see launcher.DEFAULT_TIMEOUT_MINUTES).
+        deepspeed.init_distributed(dist_backend=backend, timeout=collective_timeout())
+        _default_timeout_for_new_groups(collective_timeout())
     return dist.get_rank(), dist.get_world_size()
+
+
+def _default_timeout_for_new_groups(timeout: Any) -> None:
+    """Make ``timeout`` the default of every process group created from now on.
+
+    ZeRO's gradient and parameter collectives do not run on the default group but on DeepSpeed's clone
+    of it (deepspeed/utils/groups.py, ``_clone_world_group``: ``new_group(ranks)`` without a timeout),
+    which torch gives its own default — 30 min for gloo, 10 for NCCL — whatever DEEPSPEED_TIMEOUT says.
+    Seen here: with DEEPSPEED_TIMEOUT=1 a stopped rank 1 left rank 0 waiting in a ZeRO-2 collective for
+    more than 5 minutes (tests/test_multiprocess.py, the hung-rank test). torch reads these two module
+    globals in ``_get_default_timeout`` when a group is made without one."""
+    from torch.distributed import distributed_c10d as c10d
+
+    for name in ("default_pg_timeout", "default_pg_nccl_timeout"):
+        if isinstance(getattr(c10d, name, None), type(timeout)):
+            setattr(c10d, name, timeout)
+
+
+def rank0_work_group(world: int) -> Any:
+    """A gloo group with a long timeout for barriers where the other ranks wait for rank 0's own work
+    (tokenising, finishing a checkpoint); None with one process. Every rank must call this, in order."""
+    if world == 1:
+        return None
+    import torch.distributed as dist
+
+    from .launcher import RANK0_WORK_TIMEOUT
+
+    return dist.new_group(backend="gloo", timeout=RANK0_WORK_TIMEOUT)
 
 
 class _Phases:
@@ -145,8 +178,8 @@ def train(plan: Any, paths: Any, emit: Callable[..., Any], control: Any, hardwar
 
     rank, world = init_distributed()
     _check_precision(plan)  # before minutes of loading, not deep inside deepspeed.initialize
-    if rank != 0:
-        emit = _silent
+    if rank != 0 and not getattr(emit, "all_ranks", False):
+        emit = _silent  # only rank 0 writes events (the worker's emit drops other ranks' events itself)
     phases = _Phases(emit)
 
     def note(message: str) -> None:
@@ -163,7 +196,8 @@ def train(plan: Any, paths: Any, emit: Callable[..., Any], control: Any, hardwar
     phases.start("loading tokenizer")
     tokenizer = load_tokenizer(plan)
     phases.start("tokenising")
-    data = _rank0_first(world, rank, lambda: prepare_data(plan, tokenizer, progress=phases.progress))
+    long_group = rank0_work_group(world)
+    data = _rank0_first(world, rank, lambda: prepare_data(plan, tokenizer, progress=phases.progress), long_group)
     note(data.report.summary())
     problems = data.report.problems()
     if problems:
@@ -200,7 +234,8 @@ def train(plan: Any, paths: Any, emit: Callable[..., Any], control: Any, hardwar
 
     ckpt = Checkpointer(engine, paths.checkpoints, plan, rank, emit, barrier, exclude_frozen=loaded.is_lora)
     loop = TrainLoop(plan=plan, engine=engine, loaded=loaded, data=data, order=order, total=total,
-                     rank=rank, world=world, emit=emit, control=control, ckpt=ckpt, paths=paths)
+                     rank=rank, world=world, emit=emit, control=control, ckpt=ckpt, paths=paths,
+                     rank0_wait=(lambda: torch.distributed.barrier(group=long_group)) if long_group else None)
     resumed_from = None
     if resume:
         info = newest_complete(paths.checkpoints)
@@ -221,10 +256,11 @@ def train(plan: Any, paths: Any, emit: Callable[..., Any], control: Any, hardwar
     return loop.run()
 
 
-def _rank0_first(world: int, rank: int, fn: Callable[[], Any]) -> Any:
+def _rank0_first(world: int, rank: int, fn: Callable[[], Any], group: Any = None) -> Any:
     """Rank 0 runs ``fn`` (tokenising: it fills the cache), the other ranks then (a cache hit), so a
     node does the work once. Rank 0 reaches the barrier even when ``fn`` fails, or the others would
-    wait forever; they then fail the same way on their own."""
+    wait forever; they then fail the same way on their own. ``group``: where to wait (a long-timeout
+    group: tokenising a large corpus can outlast the collective timeout)."""
     if world == 1:
         return fn()
     import torch.distributed as dist
@@ -233,8 +269,8 @@ def _rank0_first(world: int, rank: int, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
         finally:
-            dist.barrier()
-    dist.barrier()
+            dist.barrier(group=group)
+    dist.barrier(group=group)
     return fn()
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from .atomic import user_mode
 from .errors import RunError
 from .plan import Plan
 
@@ -111,7 +112,7 @@ def _write_all(out: Path, contents: dict[str, str], force: bool) -> None:
     except OSError as err:
         _remove(created)
         raise RunError(f"cannot write into {out}: {err.strerror or err}", "check free space and permissions") from None
-    os.chmod(out / "launch.sh", 0o755)
+    os.chmod(out / "launch.sh", user_mode(0o777))  # executable, readable as the umask allows
 
 
 def _remove(paths: list[Path]) -> None:

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .atomic import user_mode
+
 INFO_FILE = "zerotui.json"
 
 
@@ -53,7 +55,8 @@ def write_final(engine: Any, loaded: Any, plan: Any, folder: Path, step: int, ra
         info = {"base_model": plan.model, "method": plan.method, "precision": plan.precision,
                 "step": step, "time": time.time(), "stage": plan.stage, "seed": plan.seed}
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the model from other users of the machine
+        # mkdtemp makes 0700; give the folder what a plain mkdir would (the user's umask decides who reads it).
+        os.chmod(tmp, user_mode(0o777))
         if folder.exists():
             old = folder.with_name(f".final-old-{os.getpid()}")
             os.rename(folder, old)

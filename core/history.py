@@ -5,6 +5,9 @@ series (``core.series``) plus the few scalars a dashboard shows (step, ETA, phas
 outcome) and a bounded log. ``apply(events)`` parses and ingests; the first read of a long file
 (``core.history_reader.load_history``) and the live batches that follow both end up here, so the two
 paths agree.
+
+Steps redone after a resume are dropped (``core/superseded.py``): when reading a whole file, before
+ingesting; live, ``holds_superseded`` tells the reader to rebuild from the file.
 """
 from __future__ import annotations
 
@@ -81,6 +84,8 @@ class RunHistory:
         self.started: Optional[dict] = None       # the latest run_started (a resume adds one)
         self.started_t: Optional[float] = None    # the first run_started: when training began
         self.resumes = 0
+        self.superseded = 0                       # step events dropped as redone by a resumed worker
+        self.holds_superseded = False             # live: a resume redid steps already drawn; rebuild
         self.phases: dict[str, PhaseInfo] = {}
         self.phase: Optional[str] = None          # the current start-up phase; None once training
         self.step: Optional[dict] = None          # the latest step event
@@ -193,6 +198,11 @@ class RunHistory:
             self.phase = None
             self.finished = None  # a resumed run is live again
             self._rate.clear()
+            start = as_float(ev.get("start_step"))
+            if start is not None and self.current_step is not None and self.current_step > start:
+                # The steps after the checkpoint are redone from here: show where the worker really is.
+                self.holds_superseded = True
+                self.step = {"t": t, "step": int(start)}
             if resumed:
                 self.resumes += 1
                 where = ev.get("resumed_from") or ev.get("start_step") or ev.get("step")

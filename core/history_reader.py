@@ -13,8 +13,9 @@ A 32-hour run's file holds ~320,000 lines (110 MB). ``load_history``:
 
 Measured on a 32-hour synthetic run: ``benchmarks/results/dashboard-long-run.json``.
 
-``EventFollower`` continues from where ``load_history`` stopped and says when the file was truncated
-(so the caller rebuilds instead of counting events twice).
+``EventFollower`` continues from where ``load_history`` stopped and says when the caller must rebuild
+instead of ingesting: the file was truncated (events would count twice), or a resumed worker redid steps
+already read (``core/superseded.py``: the history must drop the first reports).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from .event_columns import Parsed, decode_lines, parse_events
 from .history import RunHistory
+from .superseded import drop_superseded
 
 CHUNK_BYTES = 4 << 20
 #: Below this a helper process costs more (≈0.2 s to start Python with numpy) than it saves.
@@ -131,7 +133,9 @@ def load_history(path: Path | str, history: Optional[RunHistory] = None, chunk_b
     if first is None:  # the helper failed: read its part here
         first = parse_range(path, 0, cut, chunk_bytes, cancelled)
     until = _last_time(path, end)
-    for parsed in first + mine:
+    batches = first + mine
+    history.superseded += drop_superseded(batches)
+    for parsed in batches:
         if cancelled is not None and cancelled():
             break
         history.ingest(parsed, until)
@@ -150,20 +154,24 @@ def _last_time(path: Path | str, end: int) -> Optional[float]:
 
 
 class EventFollower:
-    """New whole events after ``offset``; ``poll`` reports a truncated file instead of re-reading it."""
+    """New whole events after ``offset``; ``poll`` asks for a rebuild instead of returning events that
+    cannot be ingested on top of what was read (a truncated file, a resume that redid steps)."""
 
     def __init__(self, path: Path | str, offset: int = 0) -> None:
         self.path = Path(path)
         self.offset = offset
+        self._last_step: Optional[float] = None  # newest step read so far (None: not looked up yet)
 
     def poll(self, max_bytes: int = CHUNK_BYTES) -> tuple[list[Any], bool]:
-        """(events, truncated). When truncated, the offset is reset to 0 and the caller must rebuild."""
+        """(events, rebuild). When rebuild is True the offset is reset to 0 and the caller must read the
+        whole file again (``load_history``): it was truncated, or a ``run_started`` in it resumes from a
+        step before steps already returned."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
             return [], False
         if size < self.offset:
-            self.offset = 0
+            self.offset, self._last_step = 0, None
             return [], True
         if size == self.offset:
             return [], False
@@ -173,8 +181,38 @@ class EventFollower:
         end = chunk.rfind(b"\n")
         if end < 0:
             return [], False
+        events = decode_lines(chunk[:end + 1])
+        if self._supersedes(events):
+            self.offset, self._last_step = 0, None
+            return [], True
         self.offset += end + 1
-        return decode_lines(chunk[:end + 1]), False
+        return events, False
+
+    def _supersedes(self, events: list[Any]) -> bool:
+        """Whether a resume among ``events`` redoes steps read before it (the rest updates the newest step)."""
+        for ev in events:
+            if not isinstance(ev, dict):
+                continue
+            kind, step = ev.get("type"), ev.get("step")
+            if kind == "step" and isinstance(step, (int, float)):
+                self._last_step = float(step)
+            elif kind == "run_started" and isinstance(ev.get("start_step"), (int, float)):
+                if self._last_step is None:
+                    self._last_step = _last_step_before(self.path, self.offset)
+                if self._last_step is not None and self._last_step > ev["start_step"]:
+                    return True
+        return False
+
+
+def _last_step_before(path: Path, offset: int, window: int = 1 << 20) -> float:
+    """The newest step event in the MiB before ``offset`` (0.0 when none: nothing to supersede)."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, offset - window))
+        blob = fh.read(offset - max(0, offset - window))
+    for ev in reversed(decode_lines(blob[blob.find(b"\n") + 1:] if offset > window else blob)):
+        if isinstance(ev, dict) and ev.get("type") == "step" and isinstance(ev.get("step"), (int, float)):
+            return float(ev["step"])
+    return 0.0
 
 
 def _helper_main(argv: list[str]) -> int:

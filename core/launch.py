@@ -85,6 +85,11 @@ def _check_data(plan: Plan) -> None:
 def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = False) -> Any:
     """Refuse a plan that cannot run here; returns the memory Budget (None without an estimator)."""
     _check_data(plan)
+    from .launcher import gpu_choice_problem
+
+    problem = gpu_choice_problem(plan, hardware)
+    if problem is not None:
+        raise HardwareError(problem[1], problem[2])
     if plan.uses_nvme():
         assert plan.nvme_path is not None  # the Plan's own validator guarantees it
         _check_writable(Path(plan.nvme_path).expanduser(), "the NVMe offload folder",
@@ -121,11 +126,10 @@ def _ds_config(plan: Plan, world_size: int, spec: Any, run_dir: Optional[Path] =
 
 
 def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> tuple[list[str], dict]:
-    from .launcher import launcher_argv, launcher_env
+    from .launcher import launcher_env, worker_argv
 
-    argv = list(launcher_argv(plan, paths.root, hardware, python=sys.executable))
-    if resume:
-        argv.append("--resume")
+    # Several processes: zerotui's supervisor around DeepSpeed's launcher (core/supervisor.py).
+    argv = worker_argv(plan, paths.root, hardware, python=sys.executable, resume=resume)
     env = dict(launcher_env(plan, hardware))
     env["PYTHONUNBUFFERED"] = "1"  # worker.log shows output as it happens, not in 8 KiB blocks
     env["PATH"] = _path_with_interpreter_bin(env.get("PATH", ""))

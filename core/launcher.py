@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from datetime import timedelta
 from pathlib import Path
 from typing import Mapping, Optional
 
@@ -19,6 +20,7 @@ from .plan import Plan
 
 WORKER_MODULE = "zerotui.core.worker"
 DEEPSPEED_RUNNER_MODULE = "deepspeed.launcher.runner"
+SUPERVISOR_MODULE = "zerotui.core.supervisor"
 
 #: NVLink multicast (NVLS) must stay off on the GPU machines this project runs on (GPU.md); these are
 #: forced in every environment zerotui builds, whatever the caller's environment says.
@@ -28,11 +30,29 @@ NO_MULTICAST_ENV = {
     "NVSHMEM_DISABLE_NVLS": "1",
 }
 
-#: Minutes a collective may wait before the process group gives up (deepspeed/constants.py reads
-#: DEEPSPEED_TIMEOUT, default 10). Rank 0 can legitimately keep the others waiting longer than 10 min at a
-#: barrier (tokenising a large dataset, writing a 70B checkpoint); zerotui's stall watchdog alerts the
-#: user well before this, so the timeout only has to end a truly hung job. A user's own value wins.
-DEFAULT_TIMEOUT_MINUTES = "60"
+#: Minutes a collective may wait for the other ranks before the process group gives up
+#: (deepspeed/constants.py reads DEEPSPEED_TIMEOUT; the engine also passes it to init_distributed). A hung
+#: or dead peer then ends the run in about this long instead of hanging it. 10 minutes is DeepSpeed's and
+#: torch's NCCL default, and what zerotui's own collectives need: every rank does the same work between
+#: two collectives of a step (the wait is the ranks' imbalance, seconds), and the waits that are long by
+#: design — rank 0 alone tokenising a large dataset, or fsyncing and pruning a checkpoint while the others
+#: wait — go through a separate gloo group with RANK0_WORK_TIMEOUT (core/engine.py). The stall watchdog
+#: (plan.stall_minutes, also 10) alerts at about the same time. A user's own DEEPSPEED_TIMEOUT wins.
+DEFAULT_TIMEOUT_MINUTES = "10"
+#: The barriers where the other ranks wait for work that rank 0 does alone (see above): hours of
+#: tokenising are possible on a large corpus; a rank 0 that dies there ends the run at once anyway (the
+#: launcher sees its exit), so this only bounds a rank 0 that hangs.
+RANK0_WORK_TIMEOUT = timedelta(hours=4)
+
+
+def collective_timeout(env: Optional[Mapping[str, str]] = None) -> timedelta:
+    """The process group's timeout: DEEPSPEED_TIMEOUT minutes from ``env`` (default: this process's)."""
+    raw = (os.environ if env is None else env).get("DEEPSPEED_TIMEOUT", DEFAULT_TIMEOUT_MINUTES)
+    try:
+        minutes = int(raw)  # an integer, as deepspeed/constants.py parses it
+    except ValueError:
+        minutes = int(DEFAULT_TIMEOUT_MINUTES)
+    return timedelta(minutes=minutes if minutes > 0 else int(DEFAULT_TIMEOUT_MINUTES))
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -99,6 +119,46 @@ def launcher_argv(plan: Plan, run_dir: Path | str, hardware: Optional[Hardware],
     # `python -m deepspeed.launcher.runner` is exactly what the `deepspeed` script runs, with the same
     # interpreter as zerotui (a `deepspeed` found first on PATH could belong to another environment).
     return [python, "-m", DEEPSPEED_RUNNER_MODULE, *deepspeed_args(plan, run_dir, hardware)]
+
+
+def worker_argv(plan: Plan, run_dir: Path | str, hardware: Optional[Hardware], python: str = sys.executable,
+                resume: bool = False) -> list[str]:
+    """What core/launch.py starts, detached: the worker itself for one process; for several, zerotui's
+    supervisor (core/supervisor.py) with DeepSpeed's launcher as its child, so that a rank that dies
+    still ends the run with a ``run_finished`` naming it."""
+    argv = launcher_argv(plan, run_dir, hardware, python=python)
+    if resume:
+        argv.append("--resume")  # the worker's own option: after RUN_DIR, passed on by the launcher
+    if not uses_launcher(plan, hardware):
+        return argv
+    local = plan.gpus_per_node((hardware or Hardware()).gpu_count)
+    return [python, "-m", SUPERVISOR_MODULE, str(run_dir), "--local-ranks", str(local), "--", *argv]
+
+
+def gpu_choice_problem(plan: Plan, hardware: Optional[Hardware]) -> Optional[tuple[str, str, str]]:
+    """(field, message, hint) when the plan asks for GPUs this machine does not have, else None.
+
+    DeepSpeed's launcher would fail on it only after start-up (``--include localhost:5`` on a 2-GPU
+    machine), or worse, start ranks on devices that do not exist (``--num_gpus 4`` takes slots 0..3 as
+    given, deepspeed/launcher/runner.py). On a machine without GPUs ``gpus: N`` means N CPU processes
+    (gloo), which is how CI tests several ranks; GPU indices mean nothing there."""
+    count = (hardware or Hardware()).gpu_count
+    if plan.gpu_ids is not None:
+        if count == 0:
+            return ("gpu_ids", f"gpu_ids {_ids(plan.gpu_ids)}: no GPU was detected on this machine",
+                    "leave gpu_ids empty (--gpus N runs N CPU processes here), or launch on the GPU machine")
+        bad = [i for i in plan.gpu_ids if i >= count]
+        if bad:
+            return ("gpu_ids", f"gpu_ids {_ids(plan.gpu_ids)}: this machine has GPU(s) 0-{count - 1}, "
+                    f"not {_ids(bad)}", f"choose indices below {count} (`zerotui doctor` lists the GPUs)")
+    elif plan.gpus is not None and count and plan.gpus > count:
+        return ("gpus", f"gpus {plan.gpus}: this machine has {count} GPU(s)",
+                f"use --gpus {count} or fewer, or leave it empty for every GPU")
+    return None
+
+
+def _ids(ids: list[int]) -> str:
+    return ",".join(str(i) for i in ids)
 
 
 def launcher_env(base_env: Optional[Mapping[str, str]] | Plan = None,

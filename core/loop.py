@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import torch
 
+from .badsteps import OverflowRun, is_scale_floor_error, resume_point
 from .checkpoint import plan_hash
 from .engine import RunResult
 from .flops import flops_per_token
@@ -24,10 +25,15 @@ from .tokenise import IGNORE
 
 class TrainLoop:
     def __init__(self, *, plan: Any, engine: Any, loaded: Any, data: Any, order: Any, total: int, rank: int,
-                 world: int, emit: Callable[..., Any], control: Any, ckpt: Any, paths: Any) -> None:
+                 world: int, emit: Callable[..., Any], control: Any, ckpt: Any, paths: Any,
+                 rank0_wait: Callable[[], Any] | None = None) -> None:
         self.plan, self.engine, self.loaded, self.data, self.order = plan, engine, loaded, data, order
         self.total, self.rank, self.world, self.emit, self.control = total, rank, world, emit, control
         self.ckpt, self.paths = ckpt, paths
+        # Several ranks: a barrier (long timeout) after each save, while rank 0 alone fsyncs, marks and
+        # prunes the checkpoint; without it the others would wait in the next step's collective, whose
+        # timeout is meant for a hung peer, not for a slow disk (core/launcher.py).
+        self.rank0_wait = rank0_wait
         self.device = engine.device
         # Pinned host memory makes the non_blocking copy below truly asynchronous (as the HF Trainer's
         # DataLoader does with pin_memory=True); pointless on a CPU-only run.
@@ -44,6 +50,7 @@ class TrainLoop:
         self.first_bad = torch.zeros((), dtype=torch.int64, device=self.device)
         self._warned_streak = 0
         self._skipped_at_log = 0
+        self.overflows = OverflowRun()
         self.monitor = getattr(engine, "monitor", None)
 
     # -- resume -----------------------------------------------------------------------------------
@@ -52,6 +59,9 @@ class TrainLoop:
         self.order.pos = DataPosition.from_dict(client.get("data_position") or {})
         self.elapsed_before = float(client.get("elapsed_s") or 0.0)
         self.tokens_seen = int(client.get("tokens_seen") or 0)
+        # DeepSpeed restores its running skipped-step count with the checkpoint: count intervals from it.
+        self._skipped_at_log = int(getattr(self.engine, "skipped_steps", 0) or 0)
+        self.overflows = OverflowRun(self._skipped_at_log)
         if client.get("plan_hash") not in (None, self.plan_hash):
             self.emit("log", message="the plan changed since this checkpoint was written; continuing with "
                                      "the current plan")
@@ -70,7 +80,12 @@ class TrainLoop:
         self._reset_interval()
         first = True
         while self.step < self.total:
-            self._one_step()
+            try:
+                self._one_step()
+            except Exception as exc:  # noqa: BLE001 - only DeepSpeed's fp16 floor is handled here
+                if not is_scale_floor_error(exc):
+                    raise
+                return self._stop_at_scale_floor()
             if first:  # start-up is over: clients stop showing "first step" before the first step event
                 first = False
                 self.emit("phase", name="training", done=self.step, total=self.total)
@@ -105,6 +120,8 @@ class TrainLoop:
                 # The rate this update applies (the scheduler moves on inside step()).
                 self.i_lr = float(engine.optimizer.param_groups[0]["lr"])
             engine.step()
+            if micro == gas - 1:
+                self.overflows.after_step(self.step + 1, int(getattr(engine, "skipped_steps", 0) or 0))
             value = loss.detach().float()
             finite = torch.isfinite(value)
             self.i_loss = self.i_loss + torch.where(finite, value, torch.zeros_like(value))
@@ -164,17 +181,20 @@ class TrainLoop:
         loss = loss_sum / count if count else float("nan")
         grad_norm = _as_float(self.engine.get_global_grad_norm())
         scale = live_loss_scale(self.engine.optimizer, self.plan.precision)
-        skipped = int(getattr(self.engine, "skipped_steps", 0) or 0)
+        skipped_total = int(getattr(self.engine, "skipped_steps", 0) or 0)
+        # `skipped` counts overflow-skipped optimizer steps in this logging interval (what a chart marks);
+        # `skipped_total` is DeepSpeed's running count since the engine started.
+        skipped = skipped_total - self._skipped_at_log
         self.emit("step", step=self.step, epoch=round(self.order.epoch_float(), 4), loss=loss, lr=self.i_lr,
-                  grad_norm=grad_norm, loss_scale=scale, skipped=skipped,
+                  grad_norm=grad_norm, loss_scale=scale, skipped=skipped, skipped_total=skipped_total,
                   samples_per_s=samples / elapsed, tokens_per_s=tokens / elapsed,
                   tflops=flops / elapsed / self.world / 1e12, step_time=elapsed / steps,
                   nonfinite=int(n_bad), tokens=self.tokens_seen,
                   elapsed_s=round(self.elapsed_before + time.monotonic() - self.started, 1))
         self._monitor([("Train/Samples/train_loss", loss), ("Train/Samples/lr", self.i_lr),
                        ("Train/Samples/tokens_per_s", tokens / elapsed)])
-        alert = self.scale_watch.check(scale, skipped - self._skipped_at_log)
-        self._skipped_at_log = skipped
+        alert = self.scale_watch.check(scale, skipped)
+        self._skipped_at_log = skipped_total
         if alert:
             self.emit("alert", **alert)
         self._reset_interval()
@@ -185,15 +205,15 @@ class TrainLoop:
         if streak == 0:
             self._warned_streak = 0
             return None
-        last_good = self.ckpt.last_saved_step
         if streak >= limit:
-            where = (f"checkpoint step{last_good} (before the first bad step) is intact"
-                     if last_good is not None and last_good < first_bad else "no checkpoint from before it exists")
+            # A clean stop, not a failure: nothing is saved now (the weights may be spoiled), and the
+            # newest checkpoint is from before the first bad step (core/badsteps.py says why).
             reason = (f"loss was not finite for {streak} optimizer steps in a row (from step {first_bad}); "
-                      f"stopped after {limit}; {where}")
+                      f"stopped after {limit}; {resume_point(self.ckpt.last_saved_step, first_bad)}")
             self.emit("alert", kind="nonfinite_loss", message=reason,
-                      hint="lower --lr, add --warmup-steps, or use bf16 instead of fp16; then `zerotui resume`")
-            return RunResult("failed", reason, self.step)
+                      hint="lower lr or add warmup_steps in the run's plan.yaml (or use bf16 instead of fp16), "
+                           "then `zerotui resume`")
+            return RunResult("stopped", reason, self.step)
         if streak > self._warned_streak:
             self._warned_streak = streak
             self.emit("alert", kind="nonfinite_loss",
@@ -201,6 +221,21 @@ class TrainLoop:
                               f"(the run stops after {limit})",
                       hint="watch the next steps; lower --lr if it repeats")
         return None
+
+    def _stop_at_scale_floor(self) -> RunResult:
+        """DeepSpeed raised at the fp16 loss-scale floor: every update since the storm began was skipped,
+        so the weights are still those from before it; stop cleanly instead of crashing."""
+        if (logged := self._log()) is not None:  # report the steps since the last step event first
+            return logged
+        first = self.overflows.first or self.step + 1
+        run = self.overflows.length + 1  # the step that raised overflowed too
+        reason = (f"fp16 loss scale reached its floor ({self.plan.fp16_min_loss_scale:g}) and gradients still "
+                  f"overflow: {run} optimizer steps in a row were skipped (from step {first}); stopped at step "
+                  f"{self.step}; {resume_point(self.ckpt.last_saved_step, first)}")
+        self.emit("alert", kind="loss_scale_collapse", message=reason,
+                  hint="use --precision bf16 if the GPU supports it (Ampere or newer), or lower lr in the run's "
+                       "plan.yaml, then `zerotui resume`")
+        return RunResult("stopped", reason, self.step)
 
     def _monitor(self, pairs: list[tuple[str, float]]) -> None:
         """TensorBoard / CSV / W&B through DeepSpeed's monitor: DeepSpeed >= 0.18.3 no longer writes the
@@ -279,6 +314,8 @@ class TrainLoop:
             return
         self.emit("phase", name="saving checkpoint", done=None, total=None)
         self.ckpt.save(self.step, self.client_state(), why)
+        if self.rank0_wait is not None:
+            self.rank0_wait()
         self.sync.saved()
 
     def _finish(self) -> RunResult:

@@ -145,7 +145,8 @@ def _llama_family_spec(name: str, d: dict[str, Any], source: str) -> ModelSpec:
         max_position_embeddings=int(d.get("max_position_embeddings") or 0), source=source)
 
 
-def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: bool) -> ModelSpec:
+def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: bool,
+               folder: str = "") -> ModelSpec:
     """Build the model on the meta device (no memory) and count what is really there."""
     try:
         import torch
@@ -154,7 +155,12 @@ def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: boo
         raise ModelError(f"model {name}: cannot inspect it ({err})", "install zerotui's dependencies") from None
     body = {k: v for k, v in d.items() if k not in ("model_type", "transformers_version")}
     try:
-        config = AutoConfig.for_model(d.get("model_type", ""), **body)
+        if trust_remote_code and folder and d.get("auto_map"):
+            # The model ships its own classes (auto_map): only its folder can build them, and only with
+            # the user's explicit consent (checked by the caller through trust_remote_code).
+            config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
+        else:
+            config = AutoConfig.for_model(d.get("model_type", ""), **body)
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, trust_remote_code=trust_remote_code)
     except (ValueError, KeyError, TypeError) as err:
@@ -199,18 +205,18 @@ def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: boo
 
 
 def spec_from_config(d: dict[str, Any], name: str = "model", source: str = "config",
-                     trust_remote_code: bool = False) -> ModelSpec:
+                     trust_remote_code: bool = False, folder: str = "") -> ModelSpec:
     """A spec from a config.json body (meta-device build: exact for any architecture)."""
     if not isinstance(d, dict) or "model_type" not in d:
         raise ModelError(f"model {name}: {source} has no model_type",
                          "give the config.json that comes with the model (it names model_type)")
     key = json.dumps(d, sort_keys=True, default=str)
-    return _meta_spec_cached(name, key, source, trust_remote_code)
+    return _meta_spec_cached(name, key, source, trust_remote_code, folder)
 
 
 @functools.lru_cache(maxsize=64)
-def _meta_spec_cached(name: str, key: str, source: str, trust_remote_code: bool) -> ModelSpec:
-    return _meta_spec(name, json.loads(key), source, trust_remote_code)
+def _meta_spec_cached(name: str, key: str, source: str, trust_remote_code: bool, folder: str) -> ModelSpec:
+    return _meta_spec(name, json.loads(key), source, trust_remote_code, folder)
 
 
 def _read_config(path: Path, name: str) -> dict[str, Any]:
@@ -264,7 +270,7 @@ def _resolve(model: str, config_path: Optional[str], trust_remote_code: bool) ->
         if not cfg.is_file():
             raise ModelError(f"model folder {p} has no config.json",
                              "give a Hugging Face model folder (save_pretrained writes config.json)")
-        return spec_from_config(_read_config(cfg, model), model, f"folder {p}", trust_remote_code)
+        return spec_from_config(_read_config(cfg, model), model, f"folder {p}", trust_remote_code, str(p))
     if p.suffix == ".json" and p.is_file():
         return spec_from_config(_read_config(p, model), model, f"config {p}", trust_remote_code)
     if "/" in model and not p.exists() and not model.startswith(("/", ".", "~")):

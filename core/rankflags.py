@@ -41,8 +41,11 @@ class FlagSync:
         if world > 1:
             import torch.distributed as dist
 
-            # Every rank must create the group, in the same order (a collective call).
-            self.group = dist.new_group(backend="gloo")
+            from .launcher import collective_timeout
+
+            # Every rank must create the group, in the same order (a collective call). Its timeout is the
+            # run's (a new gloo group would otherwise wait 30 min for a peer that hangs between steps).
+            self.group = dist.new_group(backend="gloo", timeout=collective_timeout())
 
     def saved(self) -> None:
         self.last_save = time.monotonic()
@@ -70,7 +73,7 @@ class FlagSync:
     def wait_while_paused(self, poll_s: float = 1.0) -> StepFlags:
         """One wait of at most ``poll_s`` for an unpause, then a fresh exchange. The caller loops while
         the flags say paused; rank 0 re-broadcasting every ``poll_s`` keeps the other ranks' collectives
-        far from the process group's timeout (30 minutes by default)."""
+        far from the process group's timeout (launcher.DEFAULT_TIMEOUT_MINUTES)."""
         if self.rank == 0:
             self.control.resume.wait(poll_s)
         return self.exchange()

@@ -11,6 +11,7 @@ client and read by the worker; ``events.jsonl`` is appended by the worker and re
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 import stat
@@ -161,9 +162,11 @@ def send_control(paths: RunPaths, command: str, **args: Any) -> dict[str, Any]:
     try:
         fd = os.open(paths.control, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
     except OSError as err:
-        raise RunError(f"{paths.control} is not a plain file ({err.strerror}); control commands are only "
-                       "written to the run folder's own control.jsonl",
-                       "remove that link and send the command again") from None
+        if err.errno in (errno.ELOOP, errno.ENXIO):  # a symlink; a FIFO nobody reads
+            raise RunError(f"{paths.control} is not a plain file; control commands are only written to the "
+                           "run folder's own control.jsonl", "remove it and send the command again") from None
+        raise RunError(f"cannot write {paths.control} ({err.strerror})",
+                       "check the run folder's permissions and free space") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise RunError(f"{paths.control} is not a plain file; control commands are only written to the run "

@@ -15,6 +15,12 @@ background thread; the main thread owns everything that must keep working while 
 Whatever happens, exactly one ``run_finished`` event ends the stream and status.json holds the final
 state. Exit code 0 for completed or stopped runs, 1 for failed ones. Only rank 0 writes events and
 status; other ranks (the DeepSpeed launcher starts one worker per GPU) only train and obey signals.
+
+Several processes: every rank also writes its own record (``core/rank_records.py``: pid, the environment
+it got, how it ended), and when the run was started under zerotui's supervisor (``core/supervisor.py``)
+rank 0 leaves the ``run_finished`` event and the final status to it: the supervisor writes them once
+every process has exited, naming the rank that failed first. Without a live supervisor rank 0 writes
+them itself, as a single worker does.
 """
 from __future__ import annotations
 
@@ -32,7 +38,9 @@ from typing import Any, Callable, Optional
 
 from .control import ControlState
 from .events import EventWriter
-from .runs import HEARTBEAT_S, RunPaths, read_status, write_status
+from .rank_records import (env_line, failure_cause, launched_ranks, record_end, record_start,
+                           supervisor_pid)
+from .runs import HEARTBEAT_S, RunPaths, pid_alive, read_status, write_status
 from .worker_control import ControlInbox
 from .worker_monitor import RamWatch, RunTracker, StallWatch, describe_failure
 
@@ -100,6 +108,11 @@ class Worker:
         self._signal_names: list[str] = []
         self._finish_lock = threading.Lock()
         self._finished = False
+        # Several processes: this rank's record, and the supervisor that writes the run's end.
+        self.rank_start: Optional[dict[str, Any]] = None
+        self.supervisor = supervisor_pid()
+        self._pids: list[int] = [os.getpid()]
+        self._pids_at = -1e18
         self.inbox = ControlInbox(paths, self.control, self.tracker, self._launched)
 
     # -- events -----------------------------------------------------------------------------------
@@ -115,12 +128,30 @@ class Worker:
         if self.rank != 0:
             return
         t = self.tracker
-        write_status(self.paths, pid=os.getpid(), pids=[os.getpid()], state=state, phase=t.phase,
+        pid, pids = self._run_pids()
+        write_status(self.paths, pid=pid, pids=pids, state=state, phase=t.phase,
                      step=t.step, total_steps=t.total_steps, epoch=t.epoch, loss=t.loss,
                      tokens_per_s=t.tokens_per_s, checkpoint_step=t.last_checkpoint_step,
                      ram_fraction=t.ram_fraction, started=self.started, launched=self._launched,
                      worker_started=self.worker_started,
                      resumed=self.resume, **extra)
+
+    def _run_pids(self) -> tuple[int, list[int]]:
+        """(the pid to signal, every pid of the run): under the supervisor, it and all its run processes
+        (launcher and ranks), refreshed every few heartbeats — ranks start once."""
+        if self.supervisor is None:
+            return os.getpid(), [os.getpid()]
+        now = time.monotonic()
+        if now - self._pids_at >= 5 * HEARTBEAT_S:
+            from .supervisor import run_processes
+
+            self._pids_at = now
+            found = [p for p, _role, _rank in run_processes(self.supervisor)]
+            self._pids = sorted({self.supervisor, os.getpid(), *found})
+        return self.supervisor, self._pids
+
+    def _supervised(self) -> bool:
+        return self.supervisor is not None and pid_alive(self.supervisor)
 
     def live_state(self) -> str:
         if self.control.stopping:
@@ -156,17 +187,29 @@ class Worker:
             if fn is None:
                 self.emit("phase", name="importing libraries", done=None, total=None)
                 fn = _engine_train()
-            self.result = fn(self.plan, self.paths, self.emit, self.control, hardware=self.hardware,
-                             resume=self.resume)
+            self.result = fn(self.plan, self.paths, _AllRanksEmit(self.emit), self.control,
+                             hardware=self.hardware, resume=self.resume)
         except BaseException as exc:  # noqa: BLE001 - every failure must end as run_finished
             self.error = exc
-            sys.stderr.write(f"zerotui worker: the training loop failed in {self.tracker.where()}:\n")
+            if self.rank_start is not None:
+                # Recorded now, before this rank tears its process group down: the others see the
+                # connection drop at once, and the supervisor must find the first cause written first.
+                self._guard("rank record", lambda: record_end(
+                    self.paths.root, self.rank, self.rank_start or {}, "failed", self._failure_reason(exc),
+                    failure_cause(exc), self.tracker.step))
+            where = self.tracker.where() + (f" on rank {self.rank}" if self.rank_start is not None else "")
+            sys.stderr.write(f"zerotui worker: the training loop failed in {where}:\n")
             traceback.print_exc(file=sys.stderr)
             sys.stderr.flush()
+
+    def _failure_reason(self, exc: BaseException) -> str:
+        return describe_failure(exc, self.tracker.where(), self.plan, self.hardware).reason
 
     # -- main -------------------------------------------------------------------------------------
     def run(self) -> int:
         self._install_signals()  # first: a client that sees our status may signal us at once
+        if launched_ranks():
+            self._guard("rank record", self._record_start)
         if self.rank == 0:
             self.writer = EventWriter(self.paths.events)
             self.inbox.skip_acknowledged()
@@ -184,6 +227,13 @@ class Worker:
         finally:
             self._shutdown_distributed()
         return self._conclude()
+
+    def _record_start(self) -> None:
+        self.rank_start = record_start(self.paths.root, self.rank)
+        # What this rank's environment holds (NVLink multicast off, the collective timeout, its devices):
+        # worker.log shows it for every rank, the rank's record keeps it for tools and tests.
+        sys.stderr.write(env_line(self.rank) + "\n")
+        sys.stderr.flush()
 
     def _load_inputs(self) -> None:
         from .hardware_types import Hardware
@@ -311,7 +361,15 @@ class Worker:
                 return 0 if state in ("completed", "stopped") else 1
             self._finished = True
         self.tracker.phase = "finished"
-        if self.rank == 0:
+        cause = failure_cause(self.error) if self.error is not None else ""
+        if self.rank_start is not None and not (self.error is not None and state == "failed"):
+            # (A failure of the loop was recorded when it happened, with its own time.)
+            self._guard("rank record", lambda: record_end(self.paths.root, self.rank, self.rank_start or {},
+                                                          state, reason, cause, self.tracker.step))
+        if self.rank == 0 and self._supervised():
+            # The supervisor writes run_finished once every rank has exited; until then: stopping.
+            self._guard("final status", lambda: self._status("stopping", reason=reason))
+        elif self.rank == 0:
             now = time.time()
             if self.writer is not None:
                 writer = self.writer
@@ -322,6 +380,20 @@ class Worker:
             self._guard("final status", lambda: self._status(state, reason=reason, finished=now))
         sys.stderr.write(f"zerotui worker: run {state}: {reason}\n")
         return 0 if state in ("completed", "stopped") else 1
+
+
+class _AllRanksEmit:
+    """The worker's ``emit`` as the engine gets it. The engine silences ranks other than 0 unless told
+    that its emit already does (``all_ranks``): the worker drops their events itself but still lets the
+    tracker learn the step and phase, so a rank's failure says where it happened."""
+
+    all_ranks = True
+
+    def __init__(self, emit: Callable[..., Any]) -> None:
+        self._emit = emit
+
+    def __call__(self, type_: str, **fields: Any) -> None:
+        self._emit(type_, **fields)
 
 
 def main(argv: Optional[list[str]] = None, train_fn: Optional[TrainFn] = None) -> int:

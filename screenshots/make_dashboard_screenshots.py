@@ -28,6 +28,9 @@ SHOTS = {
     "dashboard-80x24": ("live.jsonl", (80, 24), None, "The same run at 80×24: one pane at a time (keys 1-7)"),
     "dashboard-startup-80x24": ("startup.jsonl", (80, 24), None, "Start-up phases instead of empty charts"),
     "dashboard-failed-160x48": ("failed.jsonl", (160, 48), "failed", "A failed run opens read-only with its reason"),
+    # The runs screen lists the three runs above (written by their shots, or here when taken alone).
+    "runs-120x40": (None, (120, 40), None, "Runs (r, or `zerotui attach` with no run): state, step, loss, "
+                    "speed; Enter opens the dashboard"),
 }
 
 
@@ -50,6 +53,8 @@ async def take(name: str, out: Path) -> Path:
     from zerotui.tui.screens.dashboard import DashboardScreen
 
     fixture, size, state, _ = SHOTS[name]
+    if fixture is None:
+        return await take_runs(name, out)
     root, last = _run(name, fixture, state)
 
     class ShotApp(App):
@@ -72,6 +77,51 @@ async def take(name: str, out: Path) -> Path:
     return svg
 
 
+class _FrozenTime:
+    """The ``time`` module with ``time()`` stopped at ``now`` (patched into the two core modules that judge
+    run state and duration, not globally: Textual's own timers keep the real clock)."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+async def take_runs(name: str, out: Path) -> Path:
+    """The runs screen over the dashboard shots' runs, at a clock 10 s after the newest event."""
+    from textual.app import App
+
+    import zerotui.core.run_overview as run_overview
+    import zerotui.core.runs as runs
+    from zerotui.tui.screens.runs import RunsScreen
+
+    shutil.rmtree(RUNS_DIR, ignore_errors=True)  # only the runs below, none left by earlier shots
+    lasts = [_run(n, fx, st)[1] for n, (fx, _, st, _) in SHOTS.items() if fx is not None and "80x24" not in n]
+    now = max(lasts) + 10.0
+    runs.time = run_overview.time = _FrozenTime(now)  # type: ignore[assignment]
+
+    class ShotApp(App):
+        TITLE = "zerotui"
+
+        def on_mount(self) -> None:
+            self.push_screen(RunsScreen(runs_dir=RUNS_DIR, clock=lambda: now))
+
+    app = ShotApp()
+    async with app.run_test(size=SHOTS[name][1]) as pilot:
+        for _ in range(200):
+            await pilot.pause(0.025)
+            if app.workers and all(w.is_finished for w in app.workers):
+                break
+        await pilot.pause(0.3)
+        svg = out / f"{name}.svg"
+        app.save_screenshot(filename=svg.name, path=str(out))
+    return svg
+
+
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="only these shots (default: all)")
@@ -80,13 +130,17 @@ def main(argv: Optional[list[str]] = None) -> int:
     os.environ["TZ"] = "UTC"
     time.tzset()
     sys.path.insert(0, str(HERE))
-    from make_screenshots import to_png
+    from make_screenshots import to_png, write_index
 
+    pngs = True
     for name in [n for n in SHOTS if not args.names or n in args.names]:
         svg = asyncio.run(take(name, args.out))
         why = to_png(svg, svg.with_suffix(".png"))
+        pngs = pngs and not why
         print(f"{svg}" + (f" (no PNG: {why})" if why else f" + {svg.with_suffix('.png').name}"))
         print(f"  {SHOTS[name][3]}")
+    if not args.names:
+        write_index(args.out, ".png" if pngs else ".svg")
     return 0
 
 

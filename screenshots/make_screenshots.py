@@ -86,6 +86,42 @@ def _preset_review(name: str) -> Callable[[], object]:
     return lambda: wizard_app(preset=name)
 
 
+#: A data path that does not exist (the same on every machine): the wizard's inline error and blocked Launch.
+BAD_DATA = "/data/train-typo.jsonl"
+
+
+async def _bad_data(pilot, review: bool = False) -> None:
+    """Step 2 with a data path that does not exist, typed key by key; then (review=True) the review."""
+    from zerotui.tui.widgets.field_help import control_id
+
+    await settle(pilot)
+    await keys(pilot, "n", "ctrl+n")
+    box = pilot.app.screen.query_one(f"#{control_id('data')}")
+    box.focus()
+    await pilot.press("home", "ctrl+k", *list(BAD_DATA))
+    await pilot.pause(0.5)  # the preview waits for a pause in typing
+    await settle(pilot)
+    if review:
+        await keys(pilot, "ctrl+r")
+        pilot.app.screen.query_one("#form").scroll_home(animate=False)
+        await settle(pilot)
+
+
+async def _bad_data_review(pilot) -> None:
+    await _bad_data(pilot, review=True)
+
+
+async def _error_modal(pilot) -> None:
+    """The modal a launch that fails to start shows (here: the runs folder cannot be written)."""
+    from zerotui.tui.screens.error_modal import ErrorScreen
+
+    await settle(pilot)
+    pilot.app.push_screen(ErrorScreen(
+        "The run could not start", "the runs folder /srv/zerotui/runs is not writable (Permission denied)",
+        "choose another with --runs-dir or ZEROTUI_RUNS_DIR"))
+    await settle(pilot)
+
+
 SHOTS: list[Shot] = [
     Shot("hardware", _nothing, caption="First screen: what the machine has, in plain words"),
     Shot("hardware-cpu-only", _nothing, make_app=lambda: wizard_app("cpu"), caption="No GPU: the CPU demo"),
@@ -104,6 +140,15 @@ SHOTS: list[Shot] = [
     Shot("review-7b-200x50", _nothing, make_app=_preset_review("llama7b-24gb-zero3-cpu"), size=(200, 50),
          caption="Good at 200×50"),
     Shot("fit", _fit, caption="Fit: a 7B full fine-tune without offload turned into a plan that fits"),
+    Shot("preset-picker", _step("p"), caption="From a preset (p): built-in and saved presets"),
+    Shot("save-preset", _step("s"), make_app=_preset_review("llama7b-24gb-zero3-cpu"),
+         caption="Save preset (s): never overwrites silently"),
+    Shot("export", _step("e"), make_app=_preset_review("llama7b-24gb-zero3-cpu"),
+         caption="Export (e): ds_config.json, plan.yaml and launch.sh for the plain deepspeed launcher"),
+    Shot("step-2-bad-data", _bad_data, caption="A data file that does not exist: the error on the field itself"),
+    Shot("review-blocked-bad-data", _bad_data_review,
+         caption="The same plan on the review: Launch disabled, with the reason"),
+    Shot("error-modal", _error_modal, caption="A run that cannot start: what went wrong and what would work"),
 ]
 
 
@@ -154,18 +199,28 @@ def main(argv: Optional[list[str]] = None) -> int:
         pngs = pngs and not why
         print(f"{svg}" + (f" (PNG skipped: {why})" if why else f" + {svg.with_suffix('.png').name}"))
     if not args.names:
-        write_index(args.out, SHOTS, ".png" if pngs else ".svg")
+        write_index(args.out, ".png" if pngs else ".svg")
     return 0
 
 
-def write_index(out: Path, shots: list[Shot], ext: str) -> None:
-    """screenshots/README.md: every picture with its caption, in SHOTS order."""
-    lines = ["# Screenshots", "", "Regenerate with `python screenshots/make_screenshots.py` (fake hardware, fixed "
-             "numbers; see the script).", ""]
-    for shot in shots:
-        cols, rows = shot.size
-        lines += [f"## {shot.name} ({cols}×{rows})", "", shot.caption or "", "",
-                  f"![{shot.name}]({shot.name}{ext})", ""]
+def all_shots() -> list[tuple[str, tuple[int, int], str]]:
+    """(name, size, caption) of every picture: the wizard's (SHOTS) and the dashboard's
+    (make_dashboard_screenshots.SHOTS), so the index lists both whichever script wrote it last."""
+    sys.path.insert(0, str(HERE))
+    from make_dashboard_screenshots import SHOTS as DASHBOARD
+
+    return [(s.name, s.size, s.caption) for s in SHOTS] + [(n, v[1], v[3]) for n, v in DASHBOARD.items()]
+
+
+def write_index(out: Path, ext: str) -> None:
+    """screenshots/README.md: every picture with its caption, wizard first, then dashboard and runs."""
+    lines = ["# Screenshots", "",
+             "Regenerate with `python screenshots/make_screenshots.py` (the wizard: fake hardware, fixed numbers) "
+             "and `python screenshots/make_dashboard_screenshots.py` (the dashboard and the runs screen: recorded "
+             "runs from tests/fixtures/events, a frozen clock). Each writes an SVG and a PNG per screen and this "
+             "index.", ""]
+    for name, (cols, rows), caption in all_shots():
+        lines += [f"## {name} ({cols}×{rows})", "", caption or "", "", f"![{name}]({name}{ext})", ""]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 

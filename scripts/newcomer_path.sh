@@ -13,6 +13,7 @@
 #
 # Writes benchmarks/results/newcomer-<date>.json (timings, what was typed, the run's outcome) and
 # newcomer-<date>-<n>-<screen>.txt (the terminal captured at each stage). Exit 0 when the run completed.
+# The clone (with its venv) is removed afterwards unless NEWCOMER_KEEP=1 or something failed.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,7 +34,15 @@ log() { printf '[newcomer %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 now() { date +%s.%N; }
 
 tm() { tmux -L "$sock" "$@"; }
-cleanup() { tm kill-server 2>/dev/null || true; }
+cleanup() {
+  tm kill-server 2>/dev/null || true
+  # The clone holds a full venv (GBs): kept only when asked (NEWCOMER_KEEP=1) or when something failed.
+  if [ "${NEWCOMER_KEEP:-0}" = 1 ] || [ "${ok:-0}" != 1 ]; then
+    log "kept $work"
+  else
+    rm -rf "$work"
+  fi
+}
 trap cleanup EXIT
 
 captures=()
@@ -192,4 +201,5 @@ with open(out, "w") as fh:
 print(json.dumps(doc["timings_s"]))
 EOF
 log "results: $prefix.json"
-[ "$state" = completed ]
+[ "$state" = completed ] && ok=1
+[ "${ok:-0}" = 1 ]

@@ -50,8 +50,11 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
     say "no NVIDIA GPU: installing PyTorch's CPU build"
     # A CPU wheel in pip's local wheel folders (find-links) if there is one, else PyTorch's CPU index.
     # --no-index keeps the first try offline, so it fails in a moment when there is no local wheel.
+    # Last resort (PyTorch's index unreachable): PyPI's default build, which also runs on the CPU.
     "${pip[@]}" install -q --no-deps --no-index "torch==2.13.0+cpu" 2>/dev/null \
-      || "${pip[@]}" install -q --no-deps --index-url https://download.pytorch.org/whl/cpu "torch>=2.4"
+      || "${pip[@]}" install -q --no-deps --index-url https://download.pytorch.org/whl/cpu "torch>=2.4" \
+      || { say "PyTorch's CPU index is unreachable: installing PyPI's default torch build (larger)"; \
+           "${pip[@]}" install -q --no-deps "torch>=2.4"; }
     # torch's own dependencies (sympy, networkx, ...) from the normal index; the installed torch stays.
     tv=$("$py" -c 'import importlib.metadata as m; print(m.version("torch"))')
     "${pip[@]}" install -q "torch==$tv"

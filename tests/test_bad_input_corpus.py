@@ -284,3 +284,10 @@ def test_worker_level_bad_input_fails_the_run_fast_with_a_clear_reason(real_corp
     assert "initialising DeepSpeed" not in phases and not [e for e in events if e["type"] == "step"]
     after = {k: v for k, v in snapshot(root).items() if not k.startswith("runs")}
     assert after == before
+
+
+@pytest.mark.slow
+def test_an_unknown_optimizer_in_ds_overrides_is_refused_before_launch(tmp_path):
+    r = zerotui(tmp_path, *T, "--max-steps", "1", "--ds-overrides", '{"optimizer": {"type": "NoSuchOpt"}}',
+                "--foreground", timeout=600)
+    assert r.returncode == 2, r.stderr[-2000:]

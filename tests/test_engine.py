@@ -207,10 +207,11 @@ def test_non_finite_loss_stops_the_run_after_max_nonfinite(tmp_path, cache, monk
     paths = make_run(tmp_path / "nan", model=str(folder), log_interval=1, max_nonfinite=3, max_steps=20,
                      save_interval=1)
     result = run_engine(paths, cache=cache)
-    assert result["state"] == "failed" and "3 optimizer steps in a row (from step 1)" in result["reason"]
-    assert result["step"] == 3 and "no checkpoint from before it exists" in result["reason"]
+    # A clean stop (issue 8): nothing saved at the stop; resume starts again from step 0 here.
+    assert result["state"] == "stopped" and "3 optimizer steps in a row (from step 1)" in result["reason"]
+    assert result["step"] == 3 and "no checkpoint was saved yet" in result["reason"]
     alerts = [e for e in events(paths, "alert") if e["kind"] == "nonfinite_loss"]
-    assert len(alerts) == 3 and "lower --lr" in alerts[-1]["hint"]
+    assert len(alerts) == 3 and "lower lr" in alerts[-1]["hint"]
     assert all(e["loss"] == "nan" for e in events(paths, "step"))  # JSON has no NaN: the string
     assert not list(paths.checkpoints.glob("step*"))  # spoiled weights are never saved
 

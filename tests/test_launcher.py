@@ -91,7 +91,8 @@ def test_env_forces_multicast_off_and_keeps_the_rest():
         assert env[k] == v
     assert env["NCCL_NVLS_ENABLE"] == "0"  # forced even when the caller had it on
     assert env["DEEPSPEED_TIMEOUT"] == "5"  # the user's own timeout wins
-    assert launcher_env({})["DEEPSPEED_TIMEOUT"] == "60" and launcher_env({})["PYTHONUNBUFFERED"] == "1"
+    # 10 min: a hung peer ends the run in minutes (why this value: core/launcher.py, docs/multi_gpu.md).
+    assert launcher_env({})["DEEPSPEED_TIMEOUT"] == "10" and launcher_env({})["PYTHONUNBUFFERED"] == "1"
 
 
 def test_env_plan_form_starts_from_this_process(monkeypatch):

@@ -175,8 +175,6 @@ def test_run_files_follow_umask_077(weird_run):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="core/final.py chmods final/ to 0o755 whatever the umask (line ~56: "
-                   "`os.chmod(tmp, 0o755)`); 0o777 & ~umask would keep the user's choice")
 def test_final_model_folder_follows_umask_077(weird_run):
     _, _, run = weird_run
     assert (run / "final").is_dir()
@@ -216,8 +214,6 @@ def test_saved_presets_and_exports_follow_umask(tmp_path, umask, want):
         assert stat.S_IMODE((tmp_path / "out" / name).stat().st_mode) == want, name
 
 
-@pytest.mark.xfail(strict=True, reason="core/export.py chmods launch.sh to 0o755 whatever the umask (line ~114); "
-                   "0o777 & ~umask would keep it private under umask 077")
 def test_exported_launch_script_follows_umask_077(tmp_path):
     r = _cli("export", "tiny-cpu-demo", "-o", "out", cwd=tmp_path, env=_env(tmp_path), umask=0o077)
     assert r.returncode == 0, r.stderr
@@ -332,9 +328,6 @@ def test_opting_in_lifts_the_remote_code_refusal(tmp_path, custom_code_model):
     assert "ships its own Python code" not in r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="core/models.py plans a folder from config.json with AutoConfig.for_model("
-                   "model_type), which ignores auto_map: even with --trust-remote-code a custom-code model cannot "
-                   "be estimated or trained (AutoConfig.from_pretrained(folder, trust_remote_code=True) would load it)")
 def test_opting_in_lets_a_custom_code_model_be_planned(tmp_path, custom_code_model):
     marker = tmp_path / "REMOTE_CODE_RAN"
     env = _env(tmp_path, ZEROTUI_TEST_MARKER=str(marker))

@@ -154,3 +154,15 @@ class RunResumeDone(Message):
 
     paths: Any = None
     error: str = ""
+
+
+@dataclass
+class InputsChecked(Message):
+    """``core.inputcheck.check_inputs`` on the plan at ``revision``: the data file and model folder are
+    usable for training ("" ), or the one-line reason they are not (a launch blocker on the review)."""
+
+    revision: int
+    error: str = ""
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, InputsChecked)

@@ -90,3 +90,7 @@ def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
               f"(see {paths.log})", flush=True)
     elif pids:
         print(f"{paths.name}: worker process(es) {', '.join(map(str, pids))} exited", flush=True)
+        # A stop must free every GPU of the run: NVML must list none of its pids (skipped without NVML).
+        from zerotui.core.gpu_release import wait_gpu_release
+
+        print(f"{paths.name}: {wait_gpu_release(pids)['note']}", flush=True)

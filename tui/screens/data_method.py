@@ -31,6 +31,14 @@ def load_preview(source: str, plan):
 
 class DataMethodScreen(StepScreen):
     STEP = "data"
+    #: Why the dataset cannot be read (from its preview), shown on the Dataset field itself.
+    data_error: str = ""
+
+    def field_errors(self) -> dict[str, str]:
+        errors = super().field_errors()
+        if self.data_error and "data" not in errors:
+            errors["data"] = self.data_error
+        return errors
 
     def compose_form(self) -> ComposeResult:
         s = self.state
@@ -108,9 +116,13 @@ class DataMethodScreen(StepScreen):
         note = self.query_one("#data-format-note", Static)
         table = self.query_one("#data-preview", DataTable)
         table.clear(columns=True)
+        if message.source.strip() != str(self.state.value("data")).strip():
+            return  # a preview of what the field held a few keys ago
+        self.data_error = message.error
+        self.show_errors()
         if message.error:
-            note.update(f"✗ {message.error}")
-            note.set_class(True, "error")
+            note.update("")
+            note.set_class(False, "error")
             table.display = False
             return
         p = message.preview

@@ -10,7 +10,9 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Optional
 
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -18,6 +20,7 @@ from textual.highlight import highlight
 from textual.widgets import Button, Label, Static
 
 from zerotui.core.errors import ZeroTuiError
+from zerotui.tui.messages import InputsChecked
 from zerotui.tui.plan_words import plan_in_words
 from zerotui.tui.screens.step import StepScreen
 
@@ -50,10 +53,57 @@ class ReviewScreen(StepScreen):
         yield Label("ds_config.json (c copies)", classes="section-title")
         yield Static("", id="review-config")
 
+    #: The plan revision whose data file and model folder are checked, and what the check said (None:
+    #: not back yet).
+    _checked_revision: int = -1
+    _input_error: Optional[str] = None
+
     def on_mount(self) -> None:
         super().on_mount()
         self.refresh_derived()
         self.query_one("#form").focus()
+
+    # -- the data file and model folder, checked as `zerotui train` checks them -----------------------
+    def _schedule_input_check(self) -> None:
+        revision = self.state.revision
+        if revision != self._checked_revision and not self.state.errors:
+            self._checked_revision = revision
+            self._input_error = None
+            plan = self.state.plan
+            from zerotui.core.inputcheck import local_model_folder
+            from zerotui.core.plan import SAMPLE_DATA
+            if local_model_folder(plan) is None and (plan.data == SAMPLE_DATA or plan.data.startswith("hub:")):
+                self._input_error = self._check_now(plan)  # no file to read: instant, no "being checked"
+            else:
+                self.check_inputs(plan, revision)
+
+    @staticmethod
+    def _check_now(plan) -> str:
+        from zerotui.core.inputcheck import check_inputs
+        try:
+            # A planning-only model name is the launch gate's call (tui/launch_gate.py), not this check's.
+            check_inputs(plan, training=True, planning_names=False)
+        except ZeroTuiError as err:
+            return err.one_line()
+        return ""
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="input-check",
+          description="check the data file and model folder")
+    def check_inputs(self, plan, revision: int) -> None:
+        # Reads a data file of up to 64 MiB (and the model's config.json): off the UI thread.
+        self.post_message(InputsChecked(revision, self._check_now(plan)))
+
+    def on_inputs_checked(self, message: InputsChecked) -> None:
+        if message.revision == self._checked_revision:
+            self._input_error = message.error
+            self.refresh_derived()
+
+    def _input_blockers(self) -> list[str]:
+        if self.state.errors:
+            return []
+        if self._checked_revision != self.state.revision or self._input_error is None:
+            return ["the data file and model folder are being checked"]
+        return [self._input_error] if self._input_error else []
 
     def on_budget_changed(self) -> None:
         self.refresh_derived()
@@ -90,7 +140,9 @@ class ReviewScreen(StepScreen):
         self.query_one("#review-warnings", Static).update("\n".join(f"! {w}" for w in warnings))
         self.query_one("#review-warnings").display = bool(warnings)
 
+        self._schedule_input_check()
         hard, soft = app.launch_blockers()
+        hard = hard + self._input_blockers()
         status = self.query_one("#launch-status", Static)
         launch = self.query_one("#launch", Button)
         anyway = self.query_one("#launch-anyway", Button)
@@ -129,10 +181,21 @@ class ReviewScreen(StepScreen):
             self.run_action(actions[event.button.id])
 
     def action_launch(self) -> None:
+        if self._refuse_bad_inputs():
+            return
         self.app.action_launch(anyway=False)
 
     def action_launch_anyway(self) -> None:
+        if self._refuse_bad_inputs():
+            return
         self.app.action_launch(anyway=True)
+
+    def _refuse_bad_inputs(self) -> bool:
+        """A data file or model folder that cannot train blocks "launch anyway" too (it is not a guess)."""
+        blockers = self._input_blockers()
+        if blockers:
+            self.notify(blockers[0], title="Cannot launch yet", severity="error", timeout=8)
+        return bool(blockers)
 
     def _copy(self, what: str, build) -> None:
         try:

@@ -12,6 +12,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from zerotui.core.errors import ZeroTuiError
+from zerotui.core.launcher import gpu_choice_problem
 from zerotui.tui.messages import WriteSpeedMeasured
 from zerotui.tui.screens.step import StepScreen
 from zerotui.tui.widgets.budget_bar import format_bytes
@@ -26,9 +27,16 @@ STAGES = [
     (3, "3  + weights: the largest models; most traffic"),
 ]
 OFFLOAD = {
-    "none": "none: on the GPU (fastest)",
-    "cpu": "cpu: host RAM, Adam on the CPU (slower)",
-    "nvme": "nvme: disk, frees RAM too (slowest)",
+    "offload_optimizer": {
+        "none": "none: on the GPU (fastest)",
+        "cpu": "cpu: host RAM, Adam runs on the CPU (slower)",
+        "nvme": "nvme: disk, frees RAM too (slowest)",
+    },
+    "offload_params": {
+        "none": "none: on the GPU (fastest)",
+        "cpu": "cpu: host RAM, fetched for each layer (slower)",
+        "nvme": "nvme: disk, frees RAM too (slowest)",
+    },
 }
 #: Below this the disk, not the GPU, sets the step time with NVMe offload: ZeRO-Infinity's results
 #: (Rajbhandari et al. 2021) were measured with drives writing several GB/s.
@@ -44,8 +52,28 @@ def offload_choices(field: str, stage: int, has_nvme_disk: bool) -> list[tuple[s
                 reason = "stage 3 only"
             elif field == "offload_optimizer" and stage == 0:
                 reason = "needs stage 1, 2 or 3"
-        out.append((value, OFFLOAD[value], reason))
+        out.append((value, OFFLOAD[field][value], reason))
     return out
+
+
+def gpu_choice_words(plan: Any, hw: Any) -> str:
+    """'2 processes on GPUs 0,2 (H200, 141.0 GiB each); the budget is per GPU' — what the answers mean."""
+    count = hw.gpu_count if hw is not None else 0
+    world = plan.world_size(count)
+    per_node = plan.gpus_per_node(count)
+    nodes = f" on each of {plan.nodes} nodes" if plan.nodes > 1 else ""
+    if count == 0:
+        if per_node == 1:
+            return f"1 process (no GPU detected){nodes}"
+        return (f"{per_node} CPU processes{nodes} (gloo, no GPU detected): how the several-GPU path is tested "
+                f"on a CPU machine; world size {world}")
+    ids = plan.gpu_ids if plan.gpu_ids is not None else list(range(per_node))
+    names = {g.index: g for g in hw.gpus}
+    first = names.get(ids[0]) if ids else None
+    what = f" ({first.name}, {format_bytes(first.total_bytes)} each)" if first is not None else ""
+    procs = "1 process" if per_node == 1 else f"{per_node} processes"
+    return (f"{procs} on GPU{'s' if len(ids) > 1 else ''} {','.join(map(str, ids))}{what}{nodes}; "
+            f"world size {world}; the budget below is per GPU")
 
 
 def free_space(path: Optional[Path]) -> Optional[int]:
@@ -86,6 +114,11 @@ class ZeroOffloadScreen(StepScreen):
                        title="Activation ckpt")
         yield FieldRow("gpus", Input(text_of(s.value("gpus")), id=control_id("gpus"),
                                      placeholder="empty: every detected GPU"), title="GPUs to use")
+        # Which GPUs: offered when there is a choice (several GPUs); the launcher pins them (--include).
+        yield FieldRow("gpu_ids", Input(text_of(s.value("gpu_ids")), id=control_id("gpu_ids"),
+                                        placeholder="empty: the first N; or indices, e.g. 0,2"),
+                       title="Which GPUs")
+        yield Static("", id="gpu-note", classes="derived", markup=False)
 
     def on_mount(self) -> None:
         super().on_mount()
@@ -108,11 +141,35 @@ class ZeroOffloadScreen(StepScreen):
         if stage > 0 and self.state.plan.world_size(gpus) == 1:
             note = "One process: sharding saves nothing by itself; stages 1–3 help here through offload."
         self.query_one("#stage-note", Static).update(note)
+        self._show_gpu_choice(hw)
         uses_nvme = "nvme" in (self.state.value("offload_optimizer"), self.state.value("offload_params"))
         self.query_one("#row-nvme_path").display = uses_nvme
         self.query_one("#nvme-check").display = uses_nvme
         if uses_nvme:
             self._show_space()
+
+    def _show_gpu_choice(self, hw: Any) -> None:
+        """The GPU rows: which GPUs only when there are several; what the answers mean (how many
+        processes on which GPUs); and a choice this machine cannot honour, marked on its row."""
+        count = hw.gpu_count if hw is not None else 0
+        self.query_one("#row-gpu_ids").display = count > 1 or self.state.value("gpu_ids") is not None
+        note = self.query_one("#gpu-note", Static)
+        plan = self.state.plan
+        # One GPU (or a CPU) and one process: nothing to choose, nothing to explain.
+        note.display = (count > 1 or plan.world_size(count) > 1) and not (
+            self.state.errors.get("gpus") or self.state.errors.get("gpu_ids")
+            or gpu_choice_problem(plan, hw) is not None)
+        note.update(gpu_choice_words(plan, hw) if note.display else "")
+
+    def field_errors(self) -> dict[str, str]:
+        """The answers' errors, plus GPUs this machine does not have (marked on the gpus / gpu_ids row;
+        launching refuses them too, core/launch.py preflight)."""
+        errors = super().field_errors()
+        if not self.state.errors:
+            problem = gpu_choice_problem(self.state.plan, getattr(self.app, "hardware", None))
+            if problem is not None:
+                errors.setdefault(problem[0], f"{problem[1]} ({problem[2]})")
+        return errors
 
     def _show_space(self) -> None:
         raw = self.state.value("nvme_path")
