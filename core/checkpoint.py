@@ -28,6 +28,7 @@ from typing import Any, Callable, Optional
 
 from .atomic import atomic_write_json, atomic_write_text
 from .errors import RunError
+from .sizes import format_bytes
 
 MARKER = "zerotui_complete.json"
 TAG_RE = re.compile(r"^step(\d+)$")
@@ -185,7 +186,7 @@ class Checkpointer:
             shutil.rmtree(path, ignore_errors=True)  # frees what was written; the marker never was
         try:
             free = shutil.disk_usage(self.folder).free
-            free_s = f"{free / 2**30:.1f} GiB free"
+            free_s = f"{format_bytes(free)} free"  # '3.2 MiB free', not '0.0 GiB free'
             # torch's writer loses the errno; less room than one checkpoint needs says what happened.
             if why == "a write failed" and previous is not None and free < _tree_size(previous.path):
                 why = "the disk is full"

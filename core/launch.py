@@ -255,7 +255,11 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
         from .hardware import detect
 
         hardware = detect(probe_disks=False)  # the run may resume on another machine than it started on
-    preflight(plan, hardware, _spec(plan), force=force)
+    try:
+        preflight(plan, hardware, _spec(plan), force=force)
+    except DataError as err:  # resume takes no --data: say what works for a run that exists
+        raise DataError(err.message, f"put the file back, or point `data:` in {paths.plan} at a copy with the "
+                                     "same rows; the run resumes on the data it started with") from None
     atomic_write_json(paths.hardware, hardware.to_dict())
     return _launch(plan, paths, hardware, resume=True)
 

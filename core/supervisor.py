@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .events import EventWriter, read_new
-from .rank_records import (SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records)
+from .rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
 from .runs import RunPaths, read_status, write_status
 
 POLL_S = 0.2

@@ -368,6 +368,8 @@ class Worker:
                                                           state, reason, cause, self.tracker.step))
         if self.rank == 0 and self._supervised():
             # The supervisor writes run_finished once every rank has exited; until then: stopping.
+            if self.writer is not None:
+                self._guard("closing events.jsonl", self.writer.close)
             self._guard("final status", lambda: self._status("stopping", reason=reason))
         elif self.rank == 0:
             now = time.time()

@@ -245,6 +245,7 @@ def test_resume_is_refused_in_one_line_when_the_data_file_is_gone(tmp_path, zero
     out = zerotui_cli("resume", paths.name, "--runs-dir", str(runs))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert str(data) in out.stderr and "no such file" in out.stderr and "Traceback" not in out.stderr
+    assert "put the file back" in out.stderr and "plan.yaml" in out.stderr  # resume takes no --data
     assert files() == before  # nothing written or changed
 
 

@@ -90,7 +90,10 @@ def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
               f"(see {paths.log})", flush=True)
     elif pids:
         print(f"{paths.name}: worker process(es) {', '.join(map(str, pids))} exited", flush=True)
-        # A stop must free every GPU of the run: NVML must list none of its pids (skipped without NVML).
+        # A stop must free every GPU of the run: NVML must list none of its pids. Without NVML (a CPU
+        # machine) there is nothing to say here; the run's end in status.json notes the check was skipped.
         from zerotui.core.gpu_release import wait_gpu_release
 
-        print(f"{paths.name}: {wait_gpu_release(pids)['note']}", flush=True)
+        gpu = wait_gpu_release(pids)
+        if gpu["checked"] or gpu["held"]:
+            print(f"{paths.name}: {gpu['note']}", flush=True)

@@ -85,6 +85,7 @@ def trial(i: int, rng: random.Random, base: Path, try_resume: bool) -> dict:
                                         "resumed_from": started.get("resumed_from")}
         r = out["resume_without_file"]
         ok = ok and r["rc"] == 2 and len(r["stderr"].splitlines()) == 1 and str(data) in r["stderr"] \
+            and "put the file back" in r["stderr"] \
             and "Traceback" not in r["stderr"] and r["state_unchanged"] and fin2["state"] == "completed"
     out["ok"] = ok
     if not ok:

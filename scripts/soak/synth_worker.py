@@ -8,7 +8,7 @@ SOURCE is a whole run's events (``benchmarks/dashboard/synth_events.py`` writes 
 telemetry for 8 GPUs, evals, checkpoints, alerts). Lines are appended in the order and at the pace of
 their own ``t``, compressed so the whole file takes ``--minutes``: every 0.1 s the lines whose time has
 come are appended as whole lines (one write each batch), as the real worker's line-buffered writer does.
-At the end it appends ``run_finished`` and writes the final status.
+At the end it appends ``run_finished`` (in the replay's time) and writes the final status.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from zerotui.core.events import EventWriter
+from zerotui.core.events import encode, make_event
 from zerotui.core.runs import RunPaths, write_status
 
 TICK_S = 0.1
@@ -55,8 +55,9 @@ def replay(paths: RunPaths, source: Path, minutes: float) -> dict:
                 next_beat = now + 1.0
                 write_status(paths, state="running", **base)
             time.sleep(TICK_S)
-    with EventWriter(paths.events) as w:
-        w.emit("run_finished", state="completed", reason="synthetic replay ended", step=None)
+    with open(paths.events, "ab") as out:  # in the replay's own time, just after its last event
+        out.write(encode(make_event("run_finished", t=t_last + 1.0, state="completed",
+                                    reason="synthetic replay ended", step=None)).encode())
     write_status(paths, state="completed", finished=time.time(), **base)
     return {"lines": n, "speed": round(speed, 1), "seconds": round(time.time() - started, 1)}
 
