@@ -70,21 +70,11 @@ def _spec(plan: Plan) -> Any:
     return spec_for_plan(plan)  # a ModelError here is the user's to fix: let it through
 
 
-def _check_data(plan: Plan) -> None:
-    """A data file that is not there fails the run seconds after start; say so before it starts."""
-    from .plan import SAMPLE_DATA
-
-    if plan.data == SAMPLE_DATA or plan.data.startswith("hub:"):
-        return
-    p = Path(plan.data).expanduser()
-    if not p.exists():
-        raise DataError(f"data {plan.data}: no such file",
-                        "give --data a .json/.jsonl/.csv/.parquet/.txt file, 'sample', or hub:DATASET_ID")
-
-
 def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = False) -> Any:
-    """Refuse a plan that cannot run here; returns the memory Budget (None without an estimator)."""
-    _check_data(plan)
+    """Refuse a plan that cannot run here; returns the memory Budget (None without an estimator).
+
+    Data and model inputs are checked by ``start_run`` (core/inputcheck.py), not here: a resumed run
+    may go on from its tokenised cache."""
     from .launcher import gpu_choice_problem
 
     problem = gpu_choice_problem(plan, hardware)
@@ -186,6 +176,11 @@ def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optiona
         hardware = detect(probe_disks=False)
     base = Path(runs_dir or plan.runs_dir or default_runs_dir()).expanduser()
     _check_writable(base, "the runs folder", "choose another with --runs-dir or ZEROTUI_RUNS_DIR")
+    from .inputcheck import check_inputs
+
+    # A bad data file or model folder: one clear line now, not a failed run after minutes of start-up.
+    # Here, not in each caller, so the CLI, the wizard's Launch and its command palette all get it.
+    check_inputs(plan, training=True)
     spec = _spec(plan)
     preflight(plan, hardware, spec, force=force)
     world = plan.world_size(hardware.gpu_count)
@@ -255,7 +250,10 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
         from .hardware import detect
 
         hardware = detect(probe_disks=False)  # the run may resume on another machine than it started on
+    from .inputcheck import check_inputs
+
     try:
+        check_inputs(plan, training=True)
         preflight(plan, hardware, _spec(plan), force=force)
     except DataError as err:  # resume takes no --data: say what works for a run that exists
         raise DataError(err.message, f"put the file back, or point `data:` in {paths.plan} at a copy with the "

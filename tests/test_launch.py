@@ -104,7 +104,7 @@ def test_unwritable_nvme_path_is_refused(tmp_path):
 def test_missing_data_file_is_refused_before_start(tmp_path):
     from zerotui.core.errors import DataError
 
-    with pytest.raises(DataError, match="data .*missing.jsonl: no such file"):
+    with pytest.raises(DataError, match="data file .*missing.jsonl does not exist"):
         start_run(tiny_plan(tmp_path, data=str(tmp_path / "missing.jsonl")), hardware=detect(probe_disks=False))
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
 

@@ -54,9 +54,6 @@ def run(args: argparse.Namespace) -> int:
         paths = resume_run(paths, force=args.force)
     else:
         plan = plan_from_args(args, args.source)
-        from zerotui.core.inputcheck import check_inputs
-
-        check_inputs(plan, training=True)  # a bad data file or model folder: one line now, not a failed run
         offset = 0
         paths = start_run(plan, runs_dir=Path(plan.runs_dir) if plan.runs_dir else None, force=args.force)
     if args.foreground:
