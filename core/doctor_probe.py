@@ -19,6 +19,8 @@ import time
 import traceback
 from typing import Any
 
+from .opbuild import build_root
+
 
 def _error(err: BaseException) -> str:
     last = traceback.format_exception_only(type(err), err)[-1].strip()
@@ -68,23 +70,6 @@ def _cuda_toolkit(out: dict[str, Any]) -> None:
             out["nvcc_error"] = _error(err)
 
 
-def _jit_root(torch: Any, accelerator: str) -> str:
-    """Where torch.utils.cpp_extension.load() puts builds (its _get_build_directory, without creating it)."""
-    root = os.environ.get("TORCH_EXTENSIONS_DIR")
-    if root:
-        return root
-    from torch.utils.cpp_extension import get_default_build_root
-
-    if getattr(torch.version, "hip", None):
-        acc = "rocm" + torch.version.hip.replace(".", "")
-    elif getattr(torch.version, "cuda", None):
-        acc = "cu" + torch.version.cuda.replace(".", "")
-    else:
-        acc = "cpu"
-    py = f"py{sys.version_info.major}{sys.version_info.minor}{getattr(sys, 'abiflags', '')}"
-    return os.path.join(get_default_build_root(), f"{py}_{acc}")
-
-
 def _deepspeed(out: dict[str, Any], torch: Any) -> None:
     t0 = time.perf_counter()
     try:
@@ -104,7 +89,7 @@ def _deepspeed(out: dict[str, Any], torch: Any) -> None:
         ds["accelerator"] = runtime_acc
         ds["wheel_accelerator"] = accelerator_name
         ds["wheel_torch_info"] = dict(torch_info)
-        root = _jit_root(torch, runtime_acc) if torch is not None else None
+        root = build_root(torch) if torch is not None else None
         ds["jit_cache"] = root
         for name, builder in sorted(ALL_OPS.items()):
             entry: dict[str, Any] = {"installed": bool(installed_ops.get(name, False))

@@ -164,8 +164,8 @@ class EventFollower:
 
     def poll(self, max_bytes: int = CHUNK_BYTES) -> tuple[list[Any], bool]:
         """(events, rebuild). When rebuild is True the offset is reset to 0 and the caller must read the
-        whole file again (``load_history``): it was truncated, or a ``run_started`` in it resumes from a
-        step before steps already returned."""
+        whole file again (``load_history``): it was truncated (also when it grew back past the offset
+        before this poll), or a ``run_started`` in it resumes from a step before steps already returned."""
         try:
             size = self.path.stat().st_size
         except FileNotFoundError:
@@ -176,8 +176,15 @@ class EventFollower:
         if size == self.offset:
             return [], False
         with open(self.path, "rb") as fh:
-            fh.seek(self.offset)
-            chunk = fh.read(max_bytes)
+            fh.seek(max(0, self.offset - 1))
+            chunk = fh.read(max_bytes + (1 if self.offset else 0))
+        if self.offset:
+            # The byte before the offset ends a line unless the file was cut and grew back past the
+            # offset between two polls (docs/reliability.md, "truncated"): then it is another file now.
+            if chunk[:1] != b"\n":
+                self.offset, self._last_step = 0, None
+                return [], True
+            chunk = chunk[1:]
         end = chunk.rfind(b"\n")
         if end < 0:
             return [], False

@@ -25,6 +25,7 @@ from .errors import DataError, HardwareError, RunError
 from .hardware_types import Hardware
 from .plan import Plan, plan_from_dict
 from .runs import RunPaths, default_runs_dir, new_run_dir, read_status, run_state, write_status
+from .opbuild import path_with_interpreter_bin
 
 GIB = 1024 ** 3
 
@@ -122,21 +123,8 @@ def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: boo
     argv = worker_argv(plan, paths.root, hardware, python=sys.executable, resume=resume)
     env = dict(launcher_env(plan, hardware))
     env["PYTHONUNBUFFERED"] = "1"  # worker.log shows output as it happens, not in 8 KiB blocks
-    env["PATH"] = _path_with_interpreter_bin(env.get("PATH", ""))
+    env["PATH"] = path_with_interpreter_bin(env.get("PATH", ""))  # ninja for op builds: core/opbuild.py
     return argv, env
-
-
-def _path_with_interpreter_bin(path: str) -> str:
-    """PATH with this interpreter's bin folder appended (not prepended).
-
-    torch builds DeepSpeed's ops with whatever `ninja` PATH finds. `.venv/bin/zerotui` run without
-    activating the venv would find none on a machine without a system ninja, and the build fails; the
-    venv has one (a DeepSpeed dependency). Appending keeps a system ninja first where there is one: two
-    ninja versions hash build commands differently, and each rebuilds the op the other built (seen
-    here: ninja 1.11 and 1.13 alternating, ~100 s of fused_adam rebuild per start)."""
-    bin_dir = str(Path(sys.executable).parent)
-    parts = [p for p in path.split(os.pathsep) if p]
-    return path if bin_dir in parts else os.pathsep.join([*parts, bin_dir])
 
 
 def _spawn(argv: list[str], env: dict, paths: RunPaths) -> int:
@@ -232,6 +220,12 @@ def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool
         return _resume_locked(paths, hardware, force)
 
 
+def _data_file_gone(plan: Plan) -> bool:
+    from .plan import SAMPLE_DATA
+
+    return plan.data != SAMPLE_DATA and not plan.data.startswith("hub:") and not Path(plan.data).expanduser().exists()
+
+
 def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
     state = run_state(paths)
     st = read_status(paths)
@@ -255,7 +249,10 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
     try:
         check_inputs(plan, training=True)
         preflight(plan, hardware, _spec(plan), force=force)
-    except DataError as err:  # resume takes no --data: say what works for a run that exists
+    except DataError as err:
+        if not _data_file_gone(plan):
+            raise
+        # The file went away since the run started (docs/reliability.md); resume takes no --data.
         raise DataError(err.message, f"put the file back, or point `data:` in {paths.plan} at a copy with the "
                                      "same rows; the run resumes on the data it started with") from None
     atomic_write_json(paths.hardware, hardware.to_dict())

@@ -222,6 +222,8 @@ import json, os, socket, sys
 with socket.socket() as s:
     s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]
 os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+from zerotui.core.opbuild import put_interpreter_bin_on_path
+put_interpreter_bin_on_path()  # the shm op builds with the venv's ninja, as in the engine
 import deepspeed, torch
 from deepspeed.runtime.config import DeepSpeedConfig
 from zerotui.core.dsconfig import build_ds_config

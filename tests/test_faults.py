@@ -3,9 +3,11 @@ scripts/faults/ and their figures).
 
 * kill -9 of a real worker process at random steps, resumed each time: the event stream continues from
   the checkpoint, and readers drop the superseded reports of the redone steps (core/superseded.py);
-* the events file truncated under a follower, ``zerotui runs`` and the dashboard's reader;
+* the events file truncated under a follower, ``zerotui runs`` and the dashboard's reader, also when it
+  grows back past a follower's offset between two polls;
 * a resume refused, with one clear line, when the data file is gone;
 * the dashboard's terminal killed (tmux), the worker untouched;
+* a checkpoint write that failed on a full disk lets go of its files (the space comes back);
 * slow (real DeepSpeed): kill -9 and resume of the engine itself; an fp16 overflow storm and a run of
   non-finite losses ending in a clean stop that resumes from a checkpoint before the first bad step.
 
@@ -28,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from zerotui.core.event_columns import parse_events
-from zerotui.core.events import EventWriter, encode, make_event, read_all, read_new
+from zerotui.core.events import encode, make_event, read_all, read_new
 from zerotui.core.history_reader import EventFollower, load_history
 from zerotui.core.plan import Plan
 from zerotui.core.runs import RunPaths, new_run_dir, pid_alive, read_status, run_state, write_status
@@ -244,7 +246,7 @@ def test_resume_is_refused_in_one_line_when_the_data_file_is_gone(tmp_path, zero
     before = files()
     out = zerotui_cli("resume", paths.name, "--runs-dir", str(runs))
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert str(data) in out.stderr and "no such file" in out.stderr and "Traceback" not in out.stderr
+    assert str(data) in out.stderr and "does not exist" in out.stderr and "Traceback" not in out.stderr
     assert "put the file back" in out.stderr and "plan.yaml" in out.stderr  # resume takes no --data
     assert files() == before  # nothing written or changed
 
@@ -402,3 +404,20 @@ def test_a_failed_save_closes_its_files_so_the_space_comes_back(tmp_path):
         assert _open_paths(tmp_path), "the writer should still be open here"
         ck._release_files(exc)
         assert _open_paths(tmp_path) == []
+
+
+def test_a_follower_notices_a_cut_that_grew_back_past_its_offset(tmp_path):
+    """Truncated, then appended to beyond the follower's offset before its next poll: the size check alone
+    sees nothing; the byte before the offset no longer ends a line."""
+    path = tmp_path / "events.jsonl"
+    write_stream(path, [(0, 20, [10])])
+    _, offset = load_history(path, parallel=False)
+    follower = EventFollower(path, offset)
+    data = path.read_bytes()
+    path.write_bytes(data[: offset // 2 + 7])  # cut mid-line...
+    with open(path, "ab") as fh:  # ...and the worker appends more than was cut
+        fh.write(data[offset // 2:] + data[:200])
+    assert path.stat().st_size > offset
+    assert follower.poll() == ([], True)
+    rebuilt, follower.offset = load_history(path, parallel=False)
+    assert rebuilt.current_step is not None and follower.poll() == ([], False)

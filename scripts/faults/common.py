@@ -17,13 +17,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
+from zerotui.core.checkpoint import list_checkpoints, newest_complete
+from zerotui.core.events import read_all, read_new, validate
+from zerotui.core.runs import RunPaths, pid_alive, read_status
+
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
 PY = sys.executable
-
-from zerotui.core.checkpoint import MARKER, list_checkpoints, newest_complete  # noqa: E402
-from zerotui.core.events import read_all, read_new, validate  # noqa: E402
-from zerotui.core.runs import RunPaths, pid_alive, read_status, run_state  # noqa: E402
 
 #: The tiny-cpu-demo preset (ZeRO-2, fp32, the built-in ~1M-weight Llama) with a long schedule, every
 #: step logged and a checkpoint every 10 steps: ~0.1 s a step on this 2-core machine.

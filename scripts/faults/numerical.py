@@ -7,8 +7,9 @@ Kinds of trial (``--reps`` of each):
 
 * ``fp16_storm``: fp16, ZeRO-2; every gradient overflows from a random step on. Expected: the loss scale
   halves at each step, ``skipped`` counts them, a ``loss_scale_collapse`` alert near the floor, then a
-  clean stop (state ``stopped``) naming the checkpoint to resume from; a resume without the fault
-  continues from that checkpoint and completes with finite losses.
+  clean stop (state ``stopped``) naming the checkpoint to resume from; the checkpoints saved inside the
+  storm hold identical weights (no update was applied); a resume without the fault continues from the
+  newest checkpoint and completes with finite losses.
 * ``fp16_burst``: fp16, ZeRO-2, 3-6 overflowing steps then none: the scale drops and recovers
   (loss_scale_window 10), the run completes, no update was applied on the skipped steps.
 * ``nan_zero2``: bf16, ZeRO-2, loss NaN from a random step on: DeepSpeed skips those updates; past
@@ -68,12 +69,26 @@ def _resume_clean(paths, fp16: bool) -> dict:
             "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None}
 
 
+def _same_weights(paths, first_bad: int):
+    """Whether every checkpoint saved inside the storm holds the same weights (DeepSpeed skipped every
+    update since ``first_bad``); None when fewer than two were saved in it."""
+    import torch
+
+    from zerotui.core.checkpoint import list_checkpoints
+
+    inside = [c for c in list_checkpoints(paths.checkpoints) if c.complete and c.step >= first_bad]
+    if len(inside) < 2:
+        return None
+    states = [torch.load(c.path / "mp_rank_00_model_states.pt", weights_only=False)["module"] for c in inside]
+    return all(torch.equal(states[0][k], st[k]) for st in states[1:] for k in states[0])
+
+
 def trial(kind: str, rng: random.Random, runs: Path) -> dict:
     t0 = time.monotonic()
     out: dict = {"kind": kind}
     if kind == "fp16_storm":
         start = rng.randint(12, 40)
-        plan = _plan(precision="fp16", fp16_min_loss_scale=1, max_steps=200)
+        plan = _plan(precision="fp16", fp16_min_loss_scale=1, max_steps=80)
         paths, fin = _run(runs, plan, f"overflow:{start}-", fp16=True)
         evs = read_all(paths.events)
         steps = _steps(evs)
@@ -84,9 +99,11 @@ def trial(kind: str, rng: random.Random, runs: Path) -> dict:
                    scales_after=scales[:20], skipped_total=steps[-1].get("skipped_total"),
                    collapse_alerts=len(alerts), newest_checkpoint=newest)
         halving = all(b == a / 2 for a, b in zip(scales, scales[1:]))
+        out["weights_same_across_storm_checkpoints"] = _same_weights(paths, start)
         out["resume"] = _resume_clean(paths, fp16=True)
         out["ok"] = (fin["state"] == "stopped" and "reached its floor" in fin["reason"] and halving
                      and len(alerts) == 2 and newest is not None and f"checkpoint {newest}" in fin["reason"]
+                     and out["weights_same_across_storm_checkpoints"] is not False
                      and out["resume"]["resumed_from"] == newest and out["resume"]["state"] == "completed"
                      and out["resume"]["all_finite"])
     elif kind == "fp16_burst":
