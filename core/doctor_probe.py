@@ -19,7 +19,7 @@ import time
 import traceback
 from typing import Any
 
-from .opbuild import build_root
+from .opbuild import build_root, put_interpreter_bin_on_path
 
 
 def _error(err: BaseException) -> str:
@@ -118,6 +118,8 @@ def _deepspeed(out: dict[str, Any], torch: Any) -> None:
 
 
 def probe() -> dict[str, Any]:
+    # A run puts the venv's bin (its ninja) on PATH before DeepSpeed builds anything; look the same way.
+    put_interpreter_bin_on_path()
     out: dict[str, Any] = {"python": sys.version.split()[0], "executable": sys.executable}
     torch = _torch(out)
     if torch is not None:

@@ -158,7 +158,7 @@ def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: boo
         if trust_remote_code and folder and d.get("auto_map"):
             # The model ships its own classes (auto_map): only its folder can build them, and only with
             # the user's explicit consent (checked by the caller through trust_remote_code).
-            config = AutoConfig.from_pretrained(folder, trust_remote_code=True)
+            config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
         else:
             config = AutoConfig.for_model(d.get("model_type", ""), **body)
         with torch.device("meta"):
