@@ -77,8 +77,9 @@ def one_run(variant: str, steps: int) -> dict[str, Any]:
     from zerotui.core.dsconfig import build_ds_config
     from zerotui.core.atomic import atomic_write_json
     from zerotui.core.hardware import detect
+    from zerotui.core.launcher import single_process_env
     from zerotui.core.runs import new_run_dir
-    from zerotui.core.worker import Worker, single_process_env
+    from zerotui.core.worker import Worker
 
     tmp = tempfile.mkdtemp(prefix="zerotui-bench-")
     plan = _plan(steps, tmp)

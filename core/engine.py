@@ -14,7 +14,6 @@ import json
 import math
 import os
 import random
-import socket
 import sys
 import time
 from dataclasses import dataclass
@@ -35,12 +34,6 @@ class RunResult:
     step: int
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def init_distributed() -> tuple[int, int]:
     """(rank, world size), initialising torch.distributed through DeepSpeed when nothing has yet."""
     import torch.distributed as dist
@@ -51,14 +44,11 @@ def init_distributed() -> tuple[int, int]:
         put_interpreter_bin_on_path()
         for lock in clear_stale_build_locks():
             print(f"zerotui: removed {lock}, left by an op build that was killed", file=sys.stderr)
-        if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
-            os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
-            os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-            os.environ.setdefault("MASTER_PORT", str(_free_port()))
+        from .launcher import collective_timeout, single_process_env
+
+        single_process_env()
         import deepspeed
         from deepspeed.accelerator import get_accelerator
-
-        from .launcher import collective_timeout
 
         # DeepSpeed's CPU accelerator would pick oneCCL when installed; gloo is what is tested here.
         backend = "gloo" if get_accelerator().device_name() == "cpu" else None

@@ -62,6 +62,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def single_process_env() -> None:
+    """Started without the DeepSpeed launcher (one process): give torch.distributed what it expects."""
+    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
+        return
+    os.environ.update(RANK="0", LOCAL_RANK="0", WORLD_SIZE="1", LOCAL_WORLD_SIZE="1")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
+
+
 def uses_launcher(plan: Plan, hardware: Optional[Hardware]) -> bool:
     """The DeepSpeed launcher is needed for several processes, several nodes, or to pin chosen GPU
     indices (it sets CUDA_VISIBLE_DEVICES per rank; a plain process would see every GPU)."""

@@ -28,7 +28,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -38,6 +37,7 @@ from typing import Any, Callable, Optional
 
 from .control import ControlState
 from .events import EventWriter
+from .launcher import single_process_env
 from .rank_records import (env_line, failure_cause, launched_ranks, record_end, record_start,
                            supervisor_pid)
 from .runs import HEARTBEAT_S, RunPaths, pid_alive, read_status, write_status
@@ -58,24 +58,6 @@ def _telemetry_interval() -> float:
         return max(0.0, float(os.environ.get("ZEROTUI_TELEMETRY_S", TELEMETRY_S)))
     except ValueError:
         return TELEMETRY_S
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def single_process_env() -> None:
-    """Started without the DeepSpeed launcher (one process): give torch.distributed what it expects."""
-    if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
-        return
-    os.environ.setdefault("RANK", "0")
-    os.environ.setdefault("LOCAL_RANK", "0")
-    os.environ.setdefault("WORLD_SIZE", "1")
-    os.environ.setdefault("LOCAL_WORLD_SIZE", "1")
-    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
 
 
 def _engine_train() -> TrainFn:
