@@ -249,6 +249,9 @@ class RunHistory:
             state = str(ev.get("state") or "?")
             reason = f": {ev['reason']}" if ev.get("reason") else ""
             self._note(ch, t, "error" if state == "failed" else "information", f"run {state}{reason}", type_)
+            gpu = ev.get("gpu_release")  # written by the supervisor of a multi-process run (core/gpu_release.py)
+            if isinstance(gpu, dict) and gpu.get("note") and (gpu.get("checked") or gpu.get("held")):
+                self._note(ch, t, "warning" if gpu.get("held") else "information", str(gpu["note"]), type_)
             ch.groups.update(("state", "stats", "phase"))
 
     def _steps(self, cols: np.ndarray, last: dict, ch: Changes) -> None:

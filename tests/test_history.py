@@ -67,6 +67,21 @@ def test_finished_and_failed_runs_keep_their_outcome_and_reason():
     assert failed.log[-1].severity == "error" and "out of memory" in failed.log[-1].text
 
 
+def test_the_log_says_whether_nvml_saw_the_gpus_freed_after_a_multi_process_run():
+    h, _ = load_history(FIXTURES / "live.jsonl")
+    free = {"checked": True, "held": [], "note": "NVML shows no GPU memory held by the run's 2 process(es) on 2 GPU(s)"}
+    h.apply([make_event("run_finished", t=h.last_t + 1, state="stopped", reason="stop requested", gpu_release=free)])
+    assert [(e.severity, e.text) for e in h.log][-1] == ("information", free["note"])
+    held = {"checked": True, "held": [{"gpu": 1, "pid": 42, "bytes": 1 << 30}],
+            "note": "NVML shows GPU memory still held by the run: pid 42 on GPU 1"}
+    h.apply([make_event("run_finished", t=h.last_t + 2, state="stopped", reason="again", gpu_release=held)])
+    assert [(e.severity, e.text) for e in h.log][-1] == ("warning", held["note"])
+    # A CPU machine has nothing to check: no line about GPUs.
+    skipped = {"checked": False, "held": [], "note": "GPU memory check skipped: NVML is not available"}
+    h.apply([make_event("run_finished", t=h.last_t + 3, state="completed", reason="", gpu_release=skipped)])
+    assert h.log[-1].text == "run completed"
+
+
 def test_a_resume_makes_a_finished_run_live_again():
     h, _ = load_history(FIXTURES / "finished.jsonl")
     t = h.last_t + 60
