@@ -28,13 +28,12 @@ from textual.screen import Screen
 from textual.widgets import Footer, Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
-from zerotui.core.errors import ZeroTuiError
 from zerotui.core.event_columns import parse_events
 from zerotui.core.history import ALERT_GROUP, Changes, RunHistory, estimate_gpu_bytes
 from zerotui.core.history_reader import EventFollower, load_history
-from zerotui.core.runs import RunPaths, read_status, run_state, send_control
+from zerotui.core.runs import RunPaths, read_status, run_state
 from zerotui.tui.messages import EstimateReady, EventsArrived, HistoryLoaded, RunResumeDone, RunStateChanged
-from zerotui.tui.screens.confirm import ConfirmScreen
+from zerotui.tui.screens.dashboard_controls import LIVE_STATES, RunControls
 from zerotui.tui.screens.dashboard_css import DASHBOARD_CSS
 from zerotui.tui.widgets.charts import ZOOMS, SeriesChart
 from zerotui.tui.widgets.gpu_chart import GpuMemoryChart, GpuUtilChart
@@ -58,10 +57,9 @@ TICK_S = 0.25
 #: Chart building per tick stops after this, leaving the rest for the next tick: a frame stays < 50 ms
 #: (issue 6) even when every chart changed at once (measured: benchmarks/results/dashboard-*.json).
 TICK_BUDGET_MS = 30.0
-LIVE_STATES = ("starting", "running", "paused", "stopping")
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(RunControls, Screen):
     DEFAULT_CSS = DASHBOARD_CSS
     BINDINGS = [
         Binding("p", "pause_resume", "Pause/resume"),
@@ -335,74 +333,7 @@ class DashboardScreen(Screen):
             self.paths.name, self.outcome, controllable, ZOOMS[self.zoom][0], self.x_mode, self.status,
             list(self.pending.values())), now)
 
-    # -- actions ----------------------------------------------------------------------------------
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
-        if action in ("pause_resume", "checkpoint", "stop", "stop_now"):
-            return self.live and self.outcome in LIVE_STATES
-        if action == "resume_run":
-            return self.live and self.outcome in ("lost", "stopped", "failed")
-        if action == "clear_alerts":
-            return bool(self.alerted)
-        if action == "pane":
-            return self.has_class("-narrow")
-        return True
-
-    def _control(self, command: str) -> None:
-        try:
-            entry = send_control(self.paths, command, by="dashboard")
-        except ZeroTuiError as err:
-            self.notify(err.one_line(), title=f"{command} not sent", severity="error")
-            return
-        self.pending[str(entry["id"])] = command
-        self.query_one(RunLog).note(self.clock(), f"{command} sent to the worker")
-        self._stats_dirty = True
-        self._render_texts()
-
-    def action_pause_resume(self) -> None:
-        self._control("resume" if self.outcome == "paused" else "pause")
-
-    def action_checkpoint(self) -> None:
-        self._control("checkpoint")
-
-    def action_stop(self) -> None:
-        def answer(yes: Optional[bool]) -> None:
-            if yes:
-                self._control("stop")
-        self.app.push_screen(ConfirmScreen(
-            "Stop the run?", "The worker writes a checkpoint, then exits. `zerotui resume` continues it "
-            "later from that checkpoint.", yes="Stop"), answer)
-
-    def action_stop_now(self) -> None:
-        ck = self.history.last_checkpoint if self.history else None
-        since = f"step {ck.get('step')}" if ck else "the start (there is no checkpoint yet)"
-
-        def answer(yes: Optional[bool]) -> None:
-            if yes:
-                self._control("stop-now")
-        self.app.push_screen(ConfirmScreen(
-            "Stop now, without a checkpoint?", f"Training since {since} is lost; the worker exits at the "
-            "next step.", yes="Stop now"), answer)
-
-    def action_resume_run(self) -> None:
-        def answer(yes: Optional[bool]) -> None:
-            if yes:
-                self.resume_worker()
-        self.app.push_screen(ConfirmScreen(
-            "Resume this run?", "A new worker starts from the run's newest complete checkpoint and "
-            "appends to the same event stream.", yes="Resume"), answer)
-
-    @work(thread=True, exclusive=True, exit_on_error=False, group="dashboard-resume",
-          description="resume the run")
-    def resume_worker(self) -> None:
-        try:
-            from zerotui.core.launch import resume_run
-
-            self.post_message(RunResumeDone(resume_run(self.paths)))
-        except ZeroTuiError as err:
-            self.post_message(RunResumeDone(None, err.one_line()))
-        except ImportError:
-            self.post_message(RunResumeDone(None, "resuming is not available in this version"))
-
+    # -- actions (run controls: dashboard_controls.RunControls) ----------------------------------
     def action_detach(self) -> None:
         """Quit the UI; the worker runs in its own session and keeps training."""
         self.app.exit(0)
