@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from .errors import DataError, ModelError
 from .plan import SAMPLE_DATA, TINY_MODEL
@@ -26,15 +26,17 @@ FULL_CHECK_BYTES = 64 << 20
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json", "spiece.model")
 
 
-def check_inputs(plan: Any, training: bool = True, planning_names: bool = True) -> None:
+def check_inputs(plan: Any, training: bool = True, planning_names: bool = True,
+                 missing_data_hint: Optional[str] = None) -> None:
     """Raise ModelError / DataError for a local model folder or data file that cannot work.
 
     ``training=False`` (estimate, fit, export) checks only what planning reads: the model's config.
     ``planning_names=False`` lets a built-in planning name ('llama-2-7b') pass: the wizard's review
-    leaves that verdict to its own launch gate."""
+    leaves that verdict to its own launch gate. ``missing_data_hint`` replaces the hint for a data file
+    that does not exist (a resume takes no --data: it says what works there)."""
     check_model(plan, training, planning_names)
     if training:
-        check_data(plan)
+        check_data(plan, missing_data_hint)
 
 
 # -- model ----------------------------------------------------------------------------------------
@@ -128,7 +130,7 @@ def read_model_config(folder: Path) -> dict[str, Any]:
 
 # -- data -----------------------------------------------------------------------------------------
 
-def check_data(plan: Any) -> None:
+def check_data(plan: Any, missing_hint: Optional[str] = None) -> None:
     """DataError unless the plan's local data file has at least one row its format can train on."""
     from .datafiles import SUFFIXES, FORMATS_HINT, read_rows
 
@@ -139,7 +141,7 @@ def check_data(plan: Any) -> None:
 
     path = Path(plan.data).expanduser()
     if not path.exists():
-        raise DataError(f"data file {path} does not exist", FORMATS_HINT)
+        raise DataError(f"data file {path} does not exist", missing_hint or FORMATS_HINT)
     if path.is_dir():
         raise DataError(f"data {path} is a folder, not a file", FORMATS_HINT)
     if path.suffix.lower() in SUFFIXES and path.stat().st_size > FULL_CHECK_BYTES:

@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any, Optional
 
 from .atomic import atomic_write_json, atomic_write_text
-from .errors import DataError, HardwareError, RunError
+from .errors import HardwareError, RunError
 from .hardware_types import Hardware
 from .plan import Plan, plan_from_dict
 from .runs import RunPaths, default_runs_dir, new_run_dir, read_status, run_state, write_status
-from .opbuild import path_with_interpreter_bin
 
 GIB = 1024 ** 3
 
@@ -123,7 +122,6 @@ def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: boo
     argv = worker_argv(plan, paths.root, hardware, python=sys.executable, resume=resume)
     env = dict(launcher_env(plan, hardware))
     env["PYTHONUNBUFFERED"] = "1"  # worker.log shows output as it happens, not in 8 KiB blocks
-    env["PATH"] = path_with_interpreter_bin(env.get("PATH", ""))  # ninja for op builds: core/opbuild.py
     return argv, env
 
 
@@ -220,12 +218,6 @@ def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool
         return _resume_locked(paths, hardware, force)
 
 
-def _data_file_gone(plan: Plan) -> bool:
-    from .plan import SAMPLE_DATA
-
-    return plan.data != SAMPLE_DATA and not plan.data.startswith("hub:") and not Path(plan.data).expanduser().exists()
-
-
 def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
     state = run_state(paths)
     st = read_status(paths)
@@ -246,15 +238,11 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
         hardware = detect(probe_disks=False)  # the run may resume on another machine than it started on
     from .inputcheck import check_inputs
 
-    try:
-        check_inputs(plan, training=True)
-        preflight(plan, hardware, _spec(plan), force=force)
-    except DataError as err:
-        if not _data_file_gone(plan):
-            raise
-        # The file went away since the run started (docs/reliability.md); resume takes no --data.
-        raise DataError(err.message, f"put the file back, or point `data:` in {paths.plan} at a copy with the "
-                                     "same rows; the run resumes on the data it started with") from None
+    # The data file may have gone since the run started (docs/reliability.md); resume takes no --data.
+    check_inputs(plan, training=True,
+                 missing_data_hint=f"put the file back, or point `data:` in {paths.plan} at a copy with the same "
+                                   "rows; the run resumes on the data it started with")
+    preflight(plan, hardware, _spec(plan), force=force)
     atomic_write_json(paths.hardware, hardware.to_dict())
     return _launch(plan, paths, hardware, resume=True)
 

@@ -155,6 +155,17 @@ class RunResumeDone(Message):
     paths: Any = None
     error: str = ""
 
+    @classmethod
+    def after_resume(cls, paths: Any) -> "RunResumeDone":
+        """Resume the run in ``paths`` (blocking: call it from a thread worker) and say how it went."""
+        from zerotui.core.errors import ZeroTuiError
+        from zerotui.core.launch import resume_run
+
+        try:
+            return cls(resume_run(paths))
+        except ZeroTuiError as err:
+            return cls(None, err.one_line())
+
 
 @dataclass
 class InputsChecked(Message):

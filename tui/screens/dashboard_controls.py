@@ -79,12 +79,5 @@ class RunControls:
     @work(thread=True, exclusive=True, exit_on_error=False, group="dashboard-resume",
           description="resume the run")
     def resume_worker(self) -> None:
-        try:
-            from zerotui.core.launch import resume_run
-
-            self.post_message(RunResumeDone(resume_run(self.paths)))
-        except ZeroTuiError as err:
-            self.post_message(RunResumeDone(None, err.one_line()))
-        except ImportError:
-            self.post_message(RunResumeDone(None, "resuming is not available in this version"))
+        self.post_message(RunResumeDone.after_resume(self.paths))
 

@@ -18,7 +18,6 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
-from zerotui.core.errors import ZeroTuiError
 from zerotui.core.run_overview import RunOverview, overview
 from zerotui.core.runs import default_runs_dir, list_runs
 from zerotui.core.timefmt import format_clock, format_date, format_duration, format_number
@@ -171,14 +170,7 @@ class RunsScreen(Screen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="runs-resume", description="resume a run")
     def resume_worker(self, row: RunOverview) -> None:
-        try:
-            from zerotui.core.launch import resume_run
-
-            self.post_message(RunResumeDone(resume_run(row.paths)))
-        except ZeroTuiError as err:
-            self.post_message(RunResumeDone(None, err.one_line()))
-        except ImportError:
-            self.post_message(RunResumeDone(None, "resuming is not available in this version"))
+        self.post_message(RunResumeDone.after_resume(row.paths))
 
     def on_run_resume_done(self, message: RunResumeDone) -> None:
         message.stop()
