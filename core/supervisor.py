@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from .deathwatch import DeathWatch
 from .events import EventWriter, read_new
 from .rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
 from .runs import RunPaths, read_status, write_status
@@ -100,6 +101,7 @@ class Supervisor:
         self._failure_seen: Optional[float] = None
         self.events_offset = 0
         self._orphan_status: dict[int, int] = {}     # wait status of ranks we reaped ourselves
+        self.deathwatch = DeathWatch()               # catches a rank's wait status as it exits
         self._records_at = 0.0
 
     # -- signals -----------------------------------------------------------------------------------
@@ -137,6 +139,7 @@ class Supervisor:
             self.seen.setdefault(pid, role)
             if role == "rank" and rank is not None and rank not in self.rank_pids:
                 self.rank_pids[rank] = pid
+                self.deathwatch.watch(pid)
 
     def _watch_ranks(self) -> None:
         for rank, pid in self.rank_pids.items():
@@ -147,6 +150,8 @@ class Supervisor:
                 continue
             if status is None and pid in self._orphan_status:
                 status = self._orphan_status[pid]
+            if status is None:  # reaped by the launcher before this poll: the watch thread saw it exit
+                status = self.deathwatch.status(pid, wait_s=0.5)
             self.deaths[rank] = {"pid": pid, "at": time.time(), "status": status}
             how = describe_wait_status(status) or "gone"
             self._log(f"rank {rank} (pid {pid}) ended: {how}")
@@ -235,6 +240,7 @@ class Supervisor:
             time.sleep(POLL_S)
         self._scan(float("inf"))
         self._watch_ranks()
+        self.deathwatch.close()
         return self._conclude()
 
     def _conclude(self, launch_error: str = "") -> int:
