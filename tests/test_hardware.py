@@ -34,12 +34,12 @@ def use_nvml(monkeypatch, module) -> None:
 
 
 # -- the real machine -------------------------------------------------------------------------------
-def test_detect_on_this_machine_is_fast_imports_no_torch_and_round_trips():
-    code = ("import time, sys, json; t = time.perf_counter(); from zerotui.core.hardware import detect; "
-            "hw = detect(); dt = time.perf_counter() - t; "
-            "print(json.dumps({'dt': dt, 'torch': 'torch' in sys.modules, 'hw': hw.to_dict()}))")
+def test_detect_on_this_machine_imports_no_torch_and_round_trips():
+    # Not importing torch is what keeps detection quick (its time is measured by benchmarks/hardware_timing.py,
+    # not asserted here: a timed unit test only measures how busy the CI machine is).
+    code = ("import sys, json; from zerotui.core.hardware import detect; hw = detect(); "
+            "print(json.dumps({'torch': 'torch' in sys.modules, 'hw': hw.to_dict()}))")
     out = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    assert out["dt"] < 0.3, f"detect() took {out['dt']:.3f} s including its imports"
     assert out["torch"] is False
     hw = Hardware.from_dict(out["hw"])
     assert hw.ram_total_bytes > 0 and hw.cpu_threads >= 1 and hw.cpu_model

@@ -3,7 +3,6 @@ with DeepSpeed's own estimator, monotonicity, speed, and the committed H200 meas
 from __future__ import annotations
 
 import itertools
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -221,17 +220,22 @@ def test_nvme_offload_counts_disk_and_warns_it_is_unmeasured(tmp_path):
     assert any("NVMe" in w for w in b.warnings)
 
 
-def test_estimate_is_fast_enough_for_every_keystroke():
+def test_estimate_per_keystroke_is_arithmetic_only(monkeypatch):
+    """The bar recomputes on every key: after the first call, estimate() must not build the model again
+    (the meta-device build is the only slow part). Its time per call is measured by
+    benchmarks/wizard_latency.py (median 0.014 ms on this machine), not asserted here."""
+    from zerotui.core import models
+
     plan = Plan(model="llama-3-70b", method="lora", stage=3, gpus=8, offload_optimizer="cpu", grad_ckpt=True)
     hw = gpu_box(n=8)
-    spec = spec_for_plan(plan)
-    estimate(plan, hw, spec)
-    times = []
-    for _ in range(50):
-        t0 = time.perf_counter()
-        estimate(plan, hw)
-        times.append(time.perf_counter() - t0)
-    assert statistics.median(times) < 0.005
+    first = estimate(plan, hw)
+    builds = []
+    monkeypatch.setattr(models, "_resolve", lambda *a, **k: builds.append(a))
+    monkeypatch.setattr(models, "_meta_spec", lambda *a, **k: builds.append(a))
+    for micro_batch in (1, 2, 4, 8):
+        again = estimate(plan.model_copy(update={"micro_batch": micro_batch}), hw)
+    assert builds == []
+    assert again.gpu_bytes > first.gpu_bytes  # the estimate still follows the plan
 
 
 def test_committed_h200_measurements_meet_the_targets():

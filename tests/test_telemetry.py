@@ -1,8 +1,7 @@
-"""TelemetrySampler: the shape of a sample (it becomes a `telemetry` event), its cost, the process-tree RSS,
+"""TelemetrySampler: the shape of a sample (it becomes a `telemetry` event), that it never blocks, the process-tree RSS,
 NVMe usage, and that failures give nulls instead of exceptions."""
 from __future__ import annotations
 
-import statistics
 import subprocess
 import sys
 import time
@@ -37,17 +36,16 @@ def test_sample_shape_on_this_machine_is_a_valid_event():
     assert validate(make_event("telemetry", **sample)) == []
 
 
-def test_sample_costs_under_5_ms_without_gpus():
+def test_sample_never_blocks_for_a_cpu_measurement(monkeypatch):
+    # psutil.cpu_percent(interval=x) sleeps x seconds inside the training loop; the sampler must use the
+    # non-blocking form. Its cost per call is measured by benchmarks/worker_overhead.py, not asserted here.
     with TelemetrySampler() as s:
-        s.sample()
-        times = []
-        for _ in range(200):
-            t = time.perf_counter()
-            s.sample()
-            times.append(time.perf_counter() - t)
-    median = statistics.median(times)
-    assert median < 0.005, f"median sample {median * 1e3:.2f} ms"
-    assert statistics.mean(times) < 0.005, f"mean sample {statistics.mean(times) * 1e3:.2f} ms"
+        def no_sleep(seconds):
+            raise AssertionError(f"sample() slept {seconds} s")
+
+        monkeypatch.setattr(time, "sleep", no_sleep)
+        first, second = s.sample(), s.sample()
+    assert 0.0 <= first["cpu_percent"] and 0.0 <= second["cpu_percent"]
 
 
 def test_rss_sums_the_process_tree():

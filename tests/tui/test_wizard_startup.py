@@ -1,12 +1,11 @@
-"""Startup: the wizard's UI path imports no torch / deepspeed / transformers, and the first frame comes
-quickly (the < 1 s target of issue 5 is measured in tmux for the report; this guards against regressions
-on a shared CI machine with a looser bound)."""
+"""Startup: the wizard's UI path imports no torch / deepspeed / transformers (what keeps the first frame
+quick), and the first frame is the hardware screen. How quick is measured by benchmarks/wizard_latency.py
+(results in benchmarks/results/wizard-latency.json), not asserted in a unit test."""
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-import time
 
 from wizard_helpers import pilot_test
 from zerotui.tui.app import ZeroTuiApp
@@ -29,11 +28,8 @@ def test_ui_path_imports_nothing_heavy():
 
 
 @pilot_test
-async def test_first_frame_is_quick():
-    start = time.perf_counter()
+async def test_first_frame_is_the_hardware_screen():
     app = ZeroTuiApp(hardware=workstation_24gb())
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        first_frame = time.perf_counter() - start
         assert type(app.screen).__name__ == "HardwareScreen"
-    assert first_frame < 2.0, f"first frame after {first_frame:.2f} s"
