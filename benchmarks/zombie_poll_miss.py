@@ -16,19 +16,27 @@ import time
 from zerotui.core.deathwatch import DeathWatch
 from zerotui.core.rank_records import proc_state
 
+# A parent that starts ARGV, prints its pid, reaps it by polling every POLL_S (as DeepSpeed's launcher
+# does, every 1 s) and prints its return code. tests/test_deathwatch.py uses it too.
 PARENT = """
 import subprocess, sys, time
-child = subprocess.Popen(sys.argv[1:])
+poll_s, argv = float(sys.argv[1]), sys.argv[2:]
+child = subprocess.Popen(argv)
 print(child.pid, flush=True)
 while child.poll() is None:
-    time.sleep(1.0)
+    time.sleep(poll_s)
 print(child.returncode, flush=True)
 """
 
 
+def start_reaping_parent(argv: list[str], poll_s: float) -> tuple[subprocess.Popen, int]:
+    """(the parent, the pid of its child running ``argv``); the parent's stdout then gives the return code."""
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(poll_s), *argv], stdout=subprocess.PIPE, text=True)
+    return parent, int(parent.stdout.readline())
+
+
 def trial() -> tuple[bool, bool]:
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, "sleep", "60"], stdout=subprocess.PIPE, text=True)
-    pid = int(parent.stdout.readline())
+    parent, pid = start_reaping_parent(["sleep", "60"], poll_s=1.0)
     watch = DeathWatch()
     watch.watch(pid)
     polled: list = []

@@ -87,6 +87,7 @@ class DeathWatch:
                         self._record(pid, proc_state(pid)[1])
                         continue
                     except OSError:  # no pidfd support in this kernel: the caller's polling stays
+                        self.available = False
                         self._record(pid, None)
                         continue
                     fds[fd] = pid

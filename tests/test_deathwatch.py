@@ -6,29 +6,23 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from zerotui.core.deathwatch import DeathWatch
 from zerotui.core.rank_records import describe_wait_status, proc_state
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from benchmarks.zombie_poll_miss import start_reaping_parent  # noqa: E402
+
 pytestmark = pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="needs pidfd_open (Linux >= 5.3)")
+
 
 # A parent that reaps its child within 0.1 s of its exit: ten times sooner than DeepSpeed's launcher,
 # and sooner than the supervisor's own 0.2 s poll could be relied on to see the zombie.
-PARENT = """
-import subprocess, sys, time
-child = subprocess.Popen(sys.argv[1:])
-print(child.pid, flush=True)
-while child.poll() is None:
-    time.sleep(0.1)
-print(child.returncode, flush=True)
-"""
-
-
 def _start(argv: list[str]) -> tuple[subprocess.Popen, int]:
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, *argv], stdout=subprocess.PIPE, text=True)
-    return parent, int(parent.stdout.readline())
+    return start_reaping_parent(argv, poll_s=0.1)
 
 
 @pytest.mark.parametrize("repeat", range(5))
