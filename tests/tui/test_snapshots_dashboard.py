@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from dashboard_helpers import DashApp, loaded, make_run, utc  # noqa: F401 (utc: fixture)
+from snapshot_helpers import steady_frame
 
 CASES = {
     "live_80x24": ("live.jsonl", (80, 24), {}),
@@ -26,6 +27,6 @@ def test_dashboard_snapshot(snap_compare, tmp_path, case):
 
     async def run_before(pilot) -> None:
         await loaded(pilot)
-        await pilot.pause(0.2)
+        await steady_frame(pilot)
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)

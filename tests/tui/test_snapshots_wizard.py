@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from snapshot_helpers import steady_frame
 from wizard_helpers import settle
 from zerotui.tui.app import ZeroTuiApp
 from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
@@ -69,6 +70,6 @@ def test_wizard_screen(snap_compare, screen, size):
                 await pilot.press(key)
             await settle(pilot)
         pilot.app.clear_notifications()
-        await pilot.pause()
+        await steady_frame(pilot)
 
     assert snap_compare(app, terminal_size=SIZES[size], run_before=run_before)

@@ -15,6 +15,7 @@ from zerotui.tui.messages import DataPreviewReady
 from zerotui.tui.screens.step import StepScreen
 from zerotui.tui.widgets.field_help import FieldRow, choice_set, control_id, text_of
 from zerotui.tui.widgets.path_picker import PathPickerScreen
+from zerotui.tui.widgets.table_fill import fill_table
 
 #: Typing a path fires a preview per key press; wait for a pause in typing first.
 PREVIEW_DEBOUNCE_S = 0.3
@@ -115,7 +116,7 @@ class DataMethodScreen(StepScreen):
     def on_data_preview_ready(self, message: DataPreviewReady) -> None:
         note = self.query_one("#data-format-note", Static)
         table = self.query_one("#data-preview", DataTable)
-        table.clear(columns=True)
+        fill_table(table, [], [])
         if message.source.strip() != str(self.state.value("data")).strip():
             return  # a preview of what the field held a few keys ago
         self.data_error = message.error
@@ -132,8 +133,7 @@ class DataMethodScreen(StepScreen):
                     + (f"   first {len(p.rows)} rows:" if p.rows else ""))
         table.display = bool(p.rows)
         if p.rows:
-            table.add_columns(*p.columns)
-            table.add_rows(p.rows)
+            fill_table(table, p.columns, p.rows)
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id != "browse-data":

@@ -14,6 +14,7 @@ from textual.worker import get_current_worker
 from zerotui.core.hardware_types import Hardware
 from zerotui.tui.messages import RecentRunsListed
 from zerotui.tui.widgets.budget_bar import format_bytes
+from zerotui.tui.widgets.table_fill import fill_table
 
 GIB = 1 << 30
 #: Below this, CPU offload is limited to small models: a 7B full fine-tune offloads 16–18 bytes per
@@ -21,6 +22,12 @@ GIB = 1 << 30
 LITTLE_RAM = 32 * GIB
 #: Docker's default /dev/shm is 64 MiB; DeepSpeed's shm comm and NCCL need far more.
 SMALL_SHM = 1 * GIB
+
+
+def _disk_kind(disk) -> str:
+    if disk.nvme:
+        return "NVMe"
+    return "HDD" if disk.rotational else "SSD" if disk.rotational is False else "disk"
 
 
 def hardware_warnings(hw: Hardware) -> list[str]:
@@ -104,23 +111,16 @@ class HardwareScreen(Screen):
         self.query_one("#hw-summary", Static).update("\n".join(lines))
 
         gpus = self.query_one("#hw-gpus", DataTable)
-        gpus.clear(columns=True)
         gpus.display = bool(hw.gpus)
-        if hw.gpus:
-            gpus.add_columns("GPU", "name", "memory", "free", "compute", "bf16")
-            for g in hw.gpus:
-                cc = ".".join(str(x) for x in g.compute_capability)
-                gpus.add_row(str(g.index), g.name, format_bytes(g.total_bytes), format_bytes(g.free_bytes),
-                             cc, "yes" if g.bf16 else "no")
+        fill_table(gpus, ("GPU", "name", "memory", "free", "compute", "bf16") if hw.gpus else (),
+                   [(str(g.index), g.name, format_bytes(g.total_bytes), format_bytes(g.free_bytes),
+                     ".".join(str(x) for x in g.compute_capability), "yes" if g.bf16 else "no")
+                    for g in hw.gpus])
         disks = self.query_one("#hw-disks", DataTable)
-        disks.clear(columns=True)
         disks.display = bool(hw.disks)
-        if hw.disks:
-            disks.add_columns("disk", "mounted at", "kind", "free", "size")
-            for d in hw.disks:
-                kind = "NVMe" if d.nvme else ("HDD" if d.rotational else "SSD" if d.rotational is False else "disk")
-                disks.add_row(d.device, d.mountpoint, kind + ("" if d.writable else ", read-only"),
-                              format_bytes(d.free_bytes), format_bytes(d.total_bytes))
+        fill_table(disks, ("disk", "mounted at", "kind", "free", "size") if hw.disks else (),
+                   [(d.device, d.mountpoint, _disk_kind(d) + ("" if d.writable else ", read-only"),
+                     format_bytes(d.free_bytes), format_bytes(d.total_bytes)) for d in hw.disks])
         box = self.query_one("#hw-warnings", Vertical)
         box.remove_children()
         notes = ([error] if error else []) + hardware_warnings(hw)

@@ -23,6 +23,7 @@ from zerotui.core.runs import default_runs_dir, list_runs
 from zerotui.core.timefmt import format_clock, format_date, format_duration, format_number
 from zerotui.tui.messages import RunResumeDone, RunsListed
 from zerotui.tui.screens.confirm import ConfirmScreen
+from zerotui.tui.widgets.table_fill import fill_table
 
 COLUMNS = ("run", "state", "step", "loss", "tokens/s", "started", "duration", "last heartbeat")
 STATE_STYLE = {"running": "green", "paused": "yellow", "stopping": "yellow", "starting": "cyan",
@@ -56,7 +57,7 @@ class RunsScreen(Screen):
     def compose(self) -> ComposeResult:
         yield Static(Text.assemble(("Runs", "bold"), ("  in ", "dim"), str(self.runs_dir)), id="runs-title")
         table: DataTable = DataTable(id="runs-table", cursor_type="row", zebra_stripes=True)
-        table.add_columns(*COLUMNS)
+        fill_table(table, COLUMNS, [])
         yield table
         yield Static("reading the runs folder…", id="runs-empty")
         yield Static(id="runs-detail")
@@ -94,9 +95,7 @@ class RunsScreen(Screen):
         selected = self.selected.name if self.selected else None
         self.rows = message.rows
         now = self.clock()
-        table.clear()
-        for row in self.rows:
-            table.add_row(*self._cells(row, now), key=row.name)
+        fill_table(table, COLUMNS, [self._cells(row, now) for row in self.rows], keys=[r.name for r in self.rows])
         if selected is not None and selected in [r.name for r in self.rows]:
             table.move_cursor(row=[r.name for r in self.rows].index(selected))
         self._show_detail()

@@ -1,0 +1,33 @@
+"""Fill a DataTable with its column widths measured at once.
+
+Textual's DataTable measures new rows only when it next goes idle, and it does not forget what it drew
+in between: a refresh that lands between ``add_rows`` and that idle caches every row drawn at the width
+of the column labels, and the table keeps showing the clipped cells ("instruction  input  output" with
+three letters of each answer) until something else changes it. It happened on a loaded CI machine with
+the dataset preview. Giving each column its width up front leaves nothing to measure later.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from rich.cells import cell_len
+from rich.text import Text
+from textual.widgets import DataTable
+
+
+def _width(cell: Any) -> int:
+    if isinstance(cell, Text):
+        return max((cell_len(line) for line in cell.plain.splitlines()), default=0)
+    return max((cell_len(line) for line in str(cell).splitlines()), default=0)
+
+
+def fill_table(table: DataTable, columns: Sequence[Any], rows: Iterable[Sequence[Any]],
+               keys: Sequence[str] | None = None) -> None:
+    """Replace the table's columns and rows; each column is as wide as its widest cell or label."""
+    rows = [list(r) for r in rows]
+    widths = [max([_width(label)] + [_width(r[i]) for r in rows if i < len(r)]) for i, label in enumerate(columns)]
+    table.clear(columns=True)
+    for label, width in zip(columns, widths):
+        table.add_column(label, width=width)
+    for i, row in enumerate(rows):
+        table.add_row(*row, key=keys[i] if keys is not None else None)
