@@ -16,9 +16,8 @@ from textual.widgets import DataTable
 
 
 def _width(cell: Any) -> int:
-    if isinstance(cell, Text):
-        return max((cell_len(line) for line in cell.plain.splitlines()), default=0)
-    return max((cell_len(line) for line in str(cell).splitlines()), default=0)
+    text = cell.plain if isinstance(cell, Text) else str(cell)
+    return max((cell_len(line) for line in text.splitlines()), default=0)
 
 
 def fill_table(table: DataTable, columns: Sequence[Any], rows: Iterable[Sequence[Any]],
