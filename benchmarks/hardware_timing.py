@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _fresh_detect(env: dict | None = None) -> dict:
-    code = ("import time, sys, json; t = time.perf_counter(); from zerotui.core.hardware import detect; "
+    code = ("import time, sys, json; t = time.perf_counter(); from zerotui.core.hardware.detect import detect; "
             "hw = detect(); dt = time.perf_counter() - t; print(json.dumps({'s': dt, 'torch_imported': "
             "'torch' in sys.modules, 'hw': hw.to_dict()}))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
@@ -38,8 +38,8 @@ def _median_ms(fn, n: int) -> dict:
 
 
 def main(out_dir: str) -> int:
-    from zerotui.core.hardware import detect, measure_write
-    from zerotui.core.telemetry import TelemetrySampler
+    from zerotui.core.hardware.detect import detect, measure_write
+    from zerotui.core.hardware.telemetry import TelemetrySampler
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

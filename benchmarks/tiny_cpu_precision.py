@@ -46,9 +46,9 @@ def one_run(variant: str, steps: int) -> dict:
     import deepspeed
     import torch
 
-    from zerotui.core.dsconfig import build_ds_config
-    from zerotui.core.presets import load_preset
-    from zerotui.core.tiny import TINY_SHAPE, tiny_model
+    from zerotui.core.deepspeed.config import build_ds_config
+    from zerotui.core.plan.presets import load_preset
+    from zerotui.core.model.tiny import TINY_SHAPE, tiny_model
 
     plan = load_preset("tiny-cpu-demo").with_changes(**VARIANTS[variant])
 

@@ -21,7 +21,7 @@ import time
 import uuid
 from pathlib import Path
 
-IMPORT_PROBE = ("import time; t = time.perf_counter(); import zerotui.tui.app, zerotui.tui.screens.hardware; "
+IMPORT_PROBE = ("import time; t = time.perf_counter(); import zerotui.tui.app, zerotui.tui.wizard.hardware; "
                 "import sys; print(time.perf_counter() - t, sorted(m for m in ('torch', 'deepspeed', "
                 "'transformers') if m in sys.modules))")
 
@@ -37,10 +37,10 @@ def import_seconds(runs: int = 5) -> tuple[float, list]:
 
 
 def estimate_ms(runs: int = 2000) -> dict[str, float]:
-    from zerotui.core.memory import estimate
-    from zerotui.core.models import spec_for_plan
-    from zerotui.core.presets import load_preset
-    from zerotui.tui.demo_hardware import workstation_24gb
+    from zerotui.core.estimate.budget import estimate
+    from zerotui.core.model.spec import spec_for_plan
+    from zerotui.core.plan.presets import load_preset
+    from zerotui.tui.wizard.demo_hardware import workstation_24gb
 
     plan, hw = load_preset("llama7b-24gb-zero3-cpu"), workstation_24gb()
     spec = spec_for_plan(plan)
@@ -54,9 +54,9 @@ def estimate_ms(runs: int = 2000) -> dict[str, float]:
 
 
 def fit_ms(runs: int = 20) -> float:
-    from zerotui.core.fit import recommend
-    from zerotui.core.plan import Plan
-    from zerotui.tui.demo_hardware import workstation_24gb
+    from zerotui.core.estimate.recommend import recommend
+    from zerotui.core.plan.schema import Plan
+    from zerotui.tui.wizard.demo_hardware import workstation_24gb
 
     plan, hw = Plan(model="llama-2-7b", stage=2), workstation_24gb()
     times = []
@@ -69,8 +69,8 @@ def fit_ms(runs: int = 20) -> float:
 
 async def _ui(runs: int) -> dict[str, float]:
     from zerotui.tui.app import ZeroTuiApp
-    from zerotui.tui.demo_hardware import workstation_24gb
-    from zerotui.tui.widgets.budget_bar import BudgetRow
+    from zerotui.tui.wizard.demo_hardware import workstation_24gb
+    from zerotui.tui.wizard.budget_bar import BudgetRow
 
     first, keys = [], []
     shown: list[float] = []

@@ -1,6 +1,6 @@
 """What the worker's bookkeeping costs a training step: event writing, telemetry, heartbeat, control.
 
-Two measurements, both of the real code paths (core/worker.py, core/events.py, core/telemetry.py):
+Two measurements, both of the real code paths (core/run/worker.py, core/events/stream.py, core/hardware/telemetry.py):
 
 1. Per-call costs, timed in a loop: one ``step`` event through ``Worker.emit`` (tracker + EventWriter
    line + flush), one telemetry sample + its event, one status.json heartbeat, one idle control.jsonl
@@ -40,10 +40,10 @@ def _per_call(fn, n: int) -> float:
 
 
 def micro() -> dict[str, float]:
-    from zerotui.core.events import EventWriter
-    from zerotui.core.runs import new_run_dir, read_control
-    from zerotui.core.telemetry import TelemetrySampler
-    from zerotui.core.worker import Worker
+    from zerotui.core.events.stream import EventWriter
+    from zerotui.core.run.folder import new_run_dir, read_control
+    from zerotui.core.hardware.telemetry import TelemetrySampler
+    from zerotui.core.run.worker import Worker
 
     with tempfile.TemporaryDirectory() as tmp:
         paths = new_run_dir(Path(tmp), "bench")
@@ -65,7 +65,7 @@ def micro() -> dict[str, float]:
 # -- whole runs ---------------------------------------------------------------------------------------
 
 def _plan(steps: int, runs_dir: str):
-    from zerotui.core.plan import Plan
+    from zerotui.core.plan.schema import Plan
 
     return Plan(name="bench", model="tiny", data="sample", precision="bf16", stage=2, micro_batch=4, seq_len=128,
                 max_steps=steps, log_interval=1, save_interval=0, save_minutes=0, eval_fraction=0.0,
@@ -74,20 +74,18 @@ def _plan(steps: int, runs_dir: str):
 
 def one_run(variant: str, steps: int) -> dict[str, Any]:
     """Runs in a child process: one training run, returns the step timestamps' summary."""
-    from zerotui.core.dsconfig import build_ds_config
-    from zerotui.core.atomic import atomic_write_json
-    from zerotui.core.hardware import detect
-    from zerotui.core.launcher import single_process_env
-    from zerotui.core.runs import new_run_dir
-    from zerotui.core.worker import Worker
+    from zerotui.core.run.prepare import launch_files, write_launch_files
+    from zerotui.core.hardware.detect import detect
+    from zerotui.core.train.distributed import single_process_env
+    from zerotui.core.run.folder import new_run_dir
+    from zerotui.core.run.worker import Worker
 
     tmp = tempfile.mkdtemp(prefix="zerotui-bench-")
     plan = _plan(steps, tmp)
     paths = new_run_dir(Path(tmp), "bench")
     paths.plan.write_text(plan.to_yaml())
     hw = detect(probe_disks=False)
-    atomic_write_json(paths.hardware, hw.to_dict())
-    atomic_write_json(paths.ds_config, build_ds_config(plan, 1, None, run_dir=paths.root))
+    write_launch_files(paths, launch_files(plan, 1, None, paths.root, hw))
     stamps: list[tuple[float, float]] = []
 
     def record(type_: str, fields: dict) -> None:
@@ -97,8 +95,8 @@ def one_run(variant: str, steps: int) -> dict[str, Any]:
             stamps.append((time.perf_counter(), time.process_time()))
 
     if variant == "bare":
-        from zerotui.core.control import ControlState
-        from zerotui.core.engine import train
+        from zerotui.core.train.control import ControlState
+        from zerotui.core.train.engine import train
 
         single_process_env()
         train(plan, paths, lambda type_, **f: record(type_, f), ControlState(), hardware=hw, resume=False)
@@ -112,7 +110,7 @@ def one_run(variant: str, steps: int) -> dict[str, Any]:
         class Recording(Worker):
             def emit(self, type_: str, **fields: Any) -> None:
                 record(type_, fields)
-                if variant == "on" or type_ == "run_finished":
+                if variant == "on":
                     super().emit(type_, **fields)
                 else:
                     self.tracker.observe(type_, fields)

@@ -13,11 +13,11 @@ import sys
 import threading
 import time
 
-from zerotui.core.deathwatch import DeathWatch
-from zerotui.core.rank_records import proc_state
+from zerotui.core.run.deathwatch import DeathWatch
+from zerotui.core.run.rank_records import proc_state
 
 # A parent that starts ARGV, prints its pid, reaps it by polling every POLL_S (as DeepSpeed's launcher
-# does, every 1 s) and prints its return code. tests/test_deathwatch.py uses it too.
+# does, every 1 s) and prints its return code. tests/unit/test_deathwatch.py uses it too.
 PARENT = """
 import subprocess, sys, time
 poll_s, argv = float(sys.argv[1]), sys.argv[2:]

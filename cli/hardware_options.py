@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from zerotui.core.hardware_types import Hardware
+from zerotui.core.hardware.types import Hardware
 
 
 def add_hardware_options(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_hardware_options(parser: argparse.ArgumentParser) -> None:
 
 def hardware_from_args(args: argparse.Namespace, plan) -> Hardware:
     """This machine, with whatever the options state put in place (sizes are checked: exit 2 if bad)."""
-    from zerotui.core.hardware import detect, stated_hardware
+    from zerotui.core.hardware.detect import detect, stated_hardware
 
     stated = {k: getattr(args, k, None) for k in ("gpu_mem", "ram", "nvme_free")}
     base = detect(probe_disks=bool(stated["nvme_free"] is None and plan.uses_nvme()))

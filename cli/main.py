@@ -14,7 +14,8 @@ import os
 import sys
 from typing import Optional, Sequence
 
-# name -> one-line help; the module is zerotui.cli.commands.<name with - as _>
+# name -> one-line help; the module is zerotui.cli.commands.<name with - as _>, except where MODULES says
+# otherwise (a command whose name is a Python keyword)
 COMMANDS: dict[str, str] = {
     "doctor": "report GPUs, RAM, disks, library versions, DeepSpeed ops and known pitfalls",
     "estimate": "memory budget of a plan: GPU, CPU RAM and NVMe, with a breakdown",
@@ -30,6 +31,9 @@ COMMANDS: dict[str, str] = {
     "merge": "LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face model",
 }
 
+#: Commands whose module is not named after them: ``import`` is a keyword.
+MODULES: dict[str, str] = {"import": "import_config"}
+
 EXIT_USAGE = 2
 
 
@@ -42,7 +46,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def _command_module(name: str):
-    return importlib.import_module(f"zerotui.cli.commands.{name.replace('-', '_')}")
+    module = MODULES.get(name, name.replace('-', '_'))
+    return importlib.import_module(f"zerotui.cli.commands.{module}")
 
 
 def build_parser(only: Optional[str] = None) -> OneLineParser:

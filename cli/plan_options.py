@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from zerotui.core.errors import PlanError
-from zerotui.core.plan import Plan, plan_from_dict
+from zerotui.core.plan.schema import Plan, plan_from_dict
 
 # Fields that are not useful as flags (nested expert data has its own syntax below).
 _SKIP = {"ds_overrides", "description"}
@@ -112,7 +112,7 @@ def plan_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 def plan_from_args(args: argparse.Namespace, positional: Optional[str] = None) -> Plan:
     """Build the Plan: preset / plan file / positional PRESET|PLAN.yaml, then the options on top."""
-    from zerotui.core.presets import load_preset
+    from zerotui.core.plan.presets import load_preset
 
     base: Optional[Plan] = None
     preset = getattr(args, "plan_preset", None)

@@ -9,8 +9,8 @@ import sys
 import time
 from typing import Any, Callable, Optional, TextIO
 
-from zerotui.core.events import as_float, read_new
-from zerotui.core.runs import RunPaths, run_state, send_control
+from zerotui.core.events.stream import as_float, read_new
+from zerotui.core.run.folder import RunPaths, run_state, send_control
 
 POLL_S = 0.3
 

@@ -1,5 +1,13 @@
 """zerotui's headless core: planning, estimating, configuring and running DeepSpeed fine-tunes.
 
-Nothing in this package imports textual or rich (tests/test_import_hygiene.py enforces it), so the
-CLI, the worker process and any other tool can use it without a terminal UI.
+Read it in the order data flows (docs/architecture.md has the long form):
+
+    plan/ -> model/, data/, hardware/ -> deepspeed/ -> estimate/ -> train/ -> run/ -> events/ (read back)
+                                                                  export/, doctor/ on top
+
+Base modules every package may import: ``errors`` (typed errors), ``atomic`` (whole-or-nothing writes),
+``sizes`` (byte sizes), ``timefmt`` (durations and rates), ``paths`` (where zerotui keeps things).
+
+Nothing here imports textual, rich, ``zerotui.tui`` or ``zerotui.cli``; the layers are import-linter
+contracts in pyproject.toml, checked by ``lint-imports`` in CI.
 """

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 
 class ZeroTuiError(Exception):
-    """A problem the user can fix. ``message`` names what is wrong, ``hint`` what would work."""
+    """A problem the user can fix. ``message`` names what is wrong, ``hint`` what would work, ``field``
+    the Plan field it is about when there is one (the wizard shows the error on that field)."""
 
     exit_code = 2
 
-    def __init__(self, message: str, hint: str = "") -> None:
+    def __init__(self, message: str, hint: str = "", field: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint
+        self.field = field
 
     def one_line(self) -> str:
         return f"{self.message} ({self.hint})" if self.hint else self.message

@@ -15,7 +15,7 @@ import math
 import re
 from typing import Union
 
-from .errors import PlanError
+from zerotui.core.errors import PlanError
 
 _BINARY = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
 _DECIMAL = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15}

@@ -24,6 +24,13 @@ def format_duration(seconds: Optional[float]) -> str:
     return f"{s // 86400}d {(s % 86400) // 3600:02d}h"
 
 
+def format_ago(t: Optional[float], now: Optional[float] = None) -> str:
+    """How long ago ``t`` was: ``'5m 00s ago'``; ``'never'`` when there is no time."""
+    if t is None or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0:
+        return "never"
+    return f"{format_duration((time.time() if now is None else now) - t)} ago"
+
+
 def format_clock(t: Optional[float], today: Optional[float] = None) -> str:
     """Local time of day, ``'14:03:22'``; ``'Mar 04 14:03'`` when ``t`` is not on the day of ``today``."""
     if t is None or not math.isfinite(t):

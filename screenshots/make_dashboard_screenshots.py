@@ -49,8 +49,8 @@ def _run(name: str, fixture: str, state: Optional[str]) -> tuple[Path, float]:
 async def take(name: str, out: Path) -> Path:
     from textual.app import App
 
-    from zerotui.core.runs import RunPaths
-    from zerotui.tui.screens.dashboard import DashboardScreen
+    from zerotui.core.run.folder import RunPaths
+    from zerotui.tui.dashboard.screen import DashboardScreen
 
     fixture, size, state, _ = SHOTS[name]
     if fixture is None:
@@ -95,9 +95,9 @@ async def take_runs(name: str, out: Path) -> Path:
     """The runs screen over the dashboard shots' runs, at a clock 10 s after the newest event."""
     from textual.app import App
 
-    import zerotui.core.run_overview as run_overview
-    import zerotui.core.runs as runs
-    from zerotui.tui.screens.runs import RunsScreen
+    import zerotui.core.run.overview as run_overview
+    import zerotui.core.run.folder as runs
+    from zerotui.tui.dashboard.runs import RunsScreen
 
     shutil.rmtree(RUNS_DIR, ignore_errors=True)  # only the runs below, none left by earlier shots
     lasts = [_run(n, fx, st)[1] for n, (fx, _, st, _) in SHOTS.items() if fx is not None and "80x24" not in n]

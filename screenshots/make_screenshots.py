@@ -26,7 +26,7 @@ RUNS_DIR = Path("/tmp/zerotui-screenshots/runs")
 
 def wizard_app(hardware: str = "workstation", preset: Optional[str] = None):
     from zerotui.tui.app import ZeroTuiApp
-    from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
+    from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
 
     hw = workstation_24gb() if hardware == "workstation" else cpu_only()
     return ZeroTuiApp(hardware=hw, preset=preset, runs_dir=RUNS_DIR)
@@ -92,7 +92,7 @@ BAD_DATA = "/data/train-typo.jsonl"
 
 async def _bad_data(pilot, review: bool = False) -> None:
     """Step 2 with a data path that does not exist, typed key by key; then (review=True) the review."""
-    from zerotui.tui.widgets.field_help import control_id
+    from zerotui.tui.wizard.field_help import control_id
 
     await settle(pilot)
     await keys(pilot, "n", "ctrl+n")
@@ -113,7 +113,7 @@ async def _bad_data_review(pilot) -> None:
 
 async def _error_modal(pilot) -> None:
     """The modal a launch that fails to start shows (here: the runs folder cannot be written)."""
-    from zerotui.tui.screens.error_modal import ErrorScreen
+    from zerotui.tui.common.error_modal import ErrorScreen
 
     await settle(pilot)
     pilot.app.push_screen(ErrorScreen(

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The newcomer path, scripted (issue 8 item 6): a fresh clone in a clean environment, the README's
+# The newcomer path, scripted: a fresh clone in a clean environment, the README's
 # "Two commands" block run exactly as written in a real terminal (tmux, 120x40), then the keys the README
 # gives for the wizard, until the demo run it launches has finished.
 #

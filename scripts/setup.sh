@@ -33,7 +33,7 @@ pip=("$py" -m pip --disable-pip-version-check)
 # Skip everything when this exact pyproject + extras were already installed into this venv.
 stamp="$VENV/.zerotui-setup"
 want="$(sha256sum pyproject.toml | cut -c1-16)$extras"
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$py" -c 'import zerotui.core.plan, torch' 2>/dev/null; then
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$py" -c 'import zerotui.core.plan.schema, torch' 2>/dev/null; then
   exit 0
 fi
 

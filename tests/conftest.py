@@ -1,13 +1,46 @@
-"""Shared fixtures. Keep this file small: a fixture belongs here only when several test files use it."""
+"""Shared fixtures and the test tiers. Keep this file small: a fixture belongs here only when several
+test files use it.
+
+Tiers, one folder each, marked by it (``pytest -m unit`` runs only the fast tier):
+
+    tests/unit/       pure core, the CLI and the worker around a small torch loop; no DeepSpeed engine
+    tests/deepspeed/  the real DeepSpeed engine on the CPU, training tiny models (tens of seconds each)
+    tests/tui/        the Textual app through Pilot, and snapshots
+
+Helpers shared by the tiers live in tests/helpers/ (on ``sys.path`` from here), data in tests/fixtures/
+and tests/corpus/.
+"""
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import pytest
+
+TESTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(TESTS / "helpers"))
+
+TIERS = ("unit", "deepspeed", "tui")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        tier = Path(str(item.fspath)).resolve().relative_to(TESTS).parts[0]
+        if tier not in TIERS:
+            raise pytest.UsageError(f"{item.nodeid}: every test lives in one of tests/{{{','.join(TIERS)}}}/")
+        item.add_marker(getattr(pytest.mark, tier))
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A private temporary folder per test. pytest's shared basetemp keeps only the last 3 sessions,
+    and another session on this machine can remove it under a run that takes minutes."""
+    with tempfile.TemporaryDirectory(prefix="zerotui-test-") as d:
+        yield Path(d)
 
 
 @pytest.fixture

@@ -1,1 +1,6 @@
-"""zerotui's terminal UI (Textual). Imports textual; the core never imports this package."""
+"""zerotui's terminal UI (Textual): ``app`` (the App, its bindings and command palette), ``launch`` (the
+entry points), ``wizard/`` (the setup flow), ``dashboard/`` (watching runs), ``common/`` (shared widgets
+and modals) and ``messages`` (what threads post to the UI).
+
+May import: ``zerotui.core``. The core never imports this package.
+"""

@@ -1,7 +1,7 @@
 """The zerotui App: the wizard's state, its screens, its key bindings and command palette entries.
 
 Slow work never runs on the UI thread: hardware detection, resolving a model (config files, the meta
-device), the recommender and launching each run in a thread worker spelled out in full (STYLE.md rule 3)
+device), the recommender and launching each run in a thread worker spelled out in full
 and report back through the dataclass messages of ``tui/messages.py``. The memory estimate itself takes
 ~0.02 ms, so once the model is known it runs inline and the bar moves with the key press.
 
@@ -16,18 +16,20 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from zerotui.core.errors import ZeroTuiError
-from zerotui.core.hardware_types import Hardware
-from zerotui.core.plan import Plan
-from zerotui.tui.messages import BudgetReady, FitReady, HardwareDetected, RunLaunched
-from zerotui.tui.widgets.budget_bar import BudgetView
-from zerotui.tui.wizard_state import STEPS, WizardState
+from zerotui.core.hardware.types import Hardware
+from zerotui.core.plan.schema import Plan
+from zerotui.tui.dashboard.navigation import RunNavigation
+from zerotui.tui.messages import BudgetReady, FitReady, HardwareDetected, OpenRun, RunLaunched, ShowRuns
+from zerotui.tui.wizard.budget_bar import BudgetView
+from zerotui.tui.wizard.host import ShowsBudget, ShowsHardware, ShowsPlan
+from zerotui.tui.wizard.state import STEPS, WizardState
 
 STEP_KEYS = [k for k, _ in STEPS]
 #: Wait this long before resolving a model that is not cached yet, so typing a hub id character by
@@ -37,28 +39,22 @@ SPEC_DEBOUNCE_S = 0.3
 
 def _step_screen(key: str) -> Screen:
     if key == "model":
-        from zerotui.tui.screens.model import ModelScreen
+        from zerotui.tui.wizard.model import ModelScreen
         return ModelScreen()
     if key == "data":
-        from zerotui.tui.screens.data_method import DataMethodScreen
+        from zerotui.tui.wizard.data_method import DataMethodScreen
         return DataMethodScreen()
     if key == "precision":
-        from zerotui.tui.screens.precision import PrecisionScreen
+        from zerotui.tui.wizard.precision import PrecisionScreen
         return PrecisionScreen()
     if key == "zero":
-        from zerotui.tui.screens.zero_offload import ZeroOffloadScreen
+        from zerotui.tui.wizard.zero_offload import ZeroOffloadScreen
         return ZeroOffloadScreen()
-    from zerotui.tui.screens.review import ReviewScreen
+    from zerotui.tui.wizard.review import ReviewScreen
     return ReviewScreen()
 
 
-def _field_named_in(message: str) -> str:
-    """The Plan field a core error message starts with ("lora_targets foo is not ..."), else 'model'."""
-    first = message.split(" ", 1)[0].rstrip(":=") if message else ""
-    return first if first in Plan.model_fields else "model"
-
-
-class ZeroTuiApp(App):
+class ZeroTuiApp(RunNavigation):
     CSS_PATH = "app.tcss"
     TITLE = "zerotui"
     BINDINGS = [
@@ -85,15 +81,14 @@ class ZeroTuiApp(App):
         self._spec_cache: dict[tuple, Any] = {}
         self._scheduled_revision = -1
         self.last_fit: Optional[FitReady] = None
-        self.started_at = time.perf_counter()
 
     # -- start ------------------------------------------------------------------------------------
     def on_mount(self) -> None:
         if self.attach is not None:
-            from zerotui.tui.screens.dashboard import DashboardScreen
+            from zerotui.tui.dashboard.screen import DashboardScreen
             self.push_screen(DashboardScreen(self.attach, live=True))
             return
-        from zerotui.tui.screens.hardware import HardwareScreen
+        from zerotui.tui.wizard.hardware import HardwareScreen
         self.push_screen(HardwareScreen())
         if self.hardware is None:
             # After the first frame: NVML and psutil would otherwise compete with the first paint.
@@ -107,7 +102,7 @@ class ZeroTuiApp(App):
           description="detect GPUs, RAM and disks")
     def detect_hardware(self) -> None:
         try:
-            from zerotui.core.hardware import detect
+            from zerotui.core.hardware.detect import detect
             hw, error = detect(), ""
         except Exception as err:  # noqa: BLE001 - detect() must not raise, but the UI must survive if it does
             hw, error = Hardware(source="fallback"), f"hardware detection failed: {err}"
@@ -117,7 +112,7 @@ class ZeroTuiApp(App):
         self.hardware = message.hardware
         self.hardware_error = message.error
         for screen in self.screen_stack:
-            if hasattr(screen, "show_hardware"):
+            if isinstance(screen, ShowsHardware):
                 screen.show_hardware(message.hardware, message.error)
         self.schedule_estimate()
 
@@ -130,13 +125,13 @@ class ZeroTuiApp(App):
         """Take a whole Plan (preset, Fit): every screen shows its values and the budget is redone."""
         self.state.replace_plan(plan)
         for screen in self.screen_stack:
-            if hasattr(screen, "show_state"):
+            if isinstance(screen, ShowsPlan):
                 screen.show_state()
         self.schedule_estimate()
 
     def open_preset(self, name: str) -> None:
         try:
-            from zerotui.core.presets import load_preset
+            from zerotui.core.plan.presets import load_preset
             plan = load_preset(name)
         except ZeroTuiError as err:
             self.notify(err.one_line(), title="Preset", severity="error", timeout=8)
@@ -167,7 +162,7 @@ class ZeroTuiApp(App):
         """The ModelSpec of a plan's model, resolved once (it may read config files or build on meta)."""
         key = self._spec_key(plan)
         if key not in self._spec_cache:
-            from zerotui.core.models import spec_for_plan
+            from zerotui.core.model.spec import spec_for_plan
             self._spec_cache[key] = spec_for_plan(plan)
         return self._spec_cache[key]
 
@@ -187,29 +182,25 @@ class ZeroTuiApp(App):
         spec = None
         try:
             spec = self.spec_for(plan)
-            from zerotui.core.memory import estimate
+            from zerotui.core.estimate.budget import estimate
             t0 = time.perf_counter()
             budget = estimate(plan, hardware, spec=spec)
             return BudgetReady(revision, budget, spec, seconds=time.perf_counter() - t0)
         except ZeroTuiError as err:
-            return BudgetReady(revision, spec=spec, error=err.one_line())
-        except ImportError as err:  # a partial install: say so instead of an empty bar
-            return BudgetReady(revision, spec=spec, error=f"the memory estimator is unavailable ({err})")
+            return BudgetReady(revision, spec=spec, error=err.one_line(), field=err.field)
 
     def on_budget_ready(self, message: BudgetReady) -> None:
         if message.revision != self._scheduled_revision:
             return  # a newer plan is being estimated
         self.spec = message.spec
         self.model_error = message.error
-        self.model_error_field = _field_named_in(message.error)
+        self.model_error_field = message.field or "model"  # a model that cannot be read, by default
         budget = message.budget if message.budget is not None else None
         self.budget_view = BudgetView(budget=budget, pending=False, error=message.error,
                                       plan_error=self.budget_view.plan_error, seconds=message.seconds)
         for screen in self.screen_stack:
-            if hasattr(screen, "show_errors"):
-                screen.show_errors()
-            if hasattr(screen, "on_budget_changed"):
-                screen.on_budget_changed()
+            if isinstance(screen, ShowsBudget):
+                screen.budget_changed()
 
     def action_toggle_breakdown(self) -> None:
         self.breakdown_expanded = not self.breakdown_expanded
@@ -217,7 +208,7 @@ class ZeroTuiApp(App):
     # -- launch gate ------------------------------------------------------------------------------
     def launch_blockers(self) -> tuple[list[str], list[str]]:
         """(reasons that forbid launching, reasons that only "launch anyway" may override)."""
-        from zerotui.tui.launch_gate import launch_blockers
+        from zerotui.tui.wizard.launch_gate import launch_blockers
         return launch_blockers(self.state, self.hardware, self.budget_view, self.model_error)
 
     # -- navigation -------------------------------------------------------------------------------
@@ -260,7 +251,7 @@ class ZeroTuiApp(App):
         self.go_to_step(STEP_KEYS[0])
 
     def action_choose_preset(self) -> None:
-        from zerotui.tui.screens.preset_picker import PresetPickerScreen
+        from zerotui.tui.wizard.preset_picker import PresetPickerScreen
 
         def chosen(name: Optional[str]) -> None:
             if name:
@@ -268,15 +259,13 @@ class ZeroTuiApp(App):
         self.push_screen(PresetPickerScreen(), chosen)
 
     def action_attach(self) -> None:
-        from zerotui.tui.screens.runs import RunsScreen
-        self.push_screen(RunsScreen(runs_dir=self.runs_dir))
+        self.post_message(ShowRuns(self.runs_dir))
 
     def open_dashboard(self, paths: Any) -> None:
-        from zerotui.tui.screens.dashboard import DashboardScreen
-        self.push_screen(DashboardScreen(paths, live=True))
+        self.post_message(OpenRun(paths, live=True))
 
     def action_help(self) -> None:
-        from zerotui.tui.screens.help import HelpScreen
+        from zerotui.tui.common.help import HelpScreen
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 
@@ -296,7 +285,7 @@ class ZeroTuiApp(App):
         worker = get_current_worker()
         try:
             spec = self.spec_for(plan)
-            from zerotui.core.fit import recommend, why_nothing_fits
+            from zerotui.core.estimate.recommend import recommend, why_nothing_fits
             recs = recommend(plan, hardware, spec=spec)
             why = [] if recs else why_nothing_fits(plan, hardware)
             message = FitReady(revision, list(recs), list(why))
@@ -306,7 +295,7 @@ class ZeroTuiApp(App):
             self.post_message(message)
 
     def on_fit_ready(self, message: FitReady) -> None:
-        from zerotui.tui.screens.fit import FitScreen
+        from zerotui.tui.wizard.fit import FitScreen
         self.last_fit = message
         if message.error or not message.recommendations:
             self.push_screen(FitScreen(self.state.plan, message, applied=None))
@@ -336,7 +325,7 @@ class ZeroTuiApp(App):
     @work(thread=True, exclusive=True, exit_on_error=False, group="launch", description="start the run")
     def start_run_worker(self, plan: Plan, hardware: Hardware, runs_dir: Optional[Path], force: bool) -> None:
         try:
-            from zerotui.core.launch import start_run
+            from zerotui.core.run.start import start_run
             paths = start_run(plan, hardware, runs_dir=runs_dir, force=force)
         except ZeroTuiError as err:
             self.post_message(RunLaunched(error=err.message, hint=err.hint))
@@ -345,7 +334,7 @@ class ZeroTuiApp(App):
 
     def on_run_launched(self, message: RunLaunched) -> None:
         if message.error:
-            from zerotui.tui.screens.error_modal import ErrorScreen
+            from zerotui.tui.common.error_modal import ErrorScreen
             self.push_screen(ErrorScreen("The run could not start", message.error, message.hint))
             return
         self.notify(f"Run started in {message.paths.root}", title="Launched", timeout=6)

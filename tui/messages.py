@@ -1,7 +1,8 @@
-"""Messages that thread workers post to the UI (STYLE.md rule 4: threads reach the UI only this way).
+"""Messages that thread workers post to the UI (threads reach the UI only this way: ``call_from_thread``
+would block the thread until the UI ran the callback), and the screens' requests to the App.
 
-Shared by the wizard and the dashboard: append new classes with small edits, never rewrite the file.
-Only "latest value" messages define ``can_replace`` (rule 5); a series of points never does.
+Only "latest value" messages define ``can_replace``; a series of points never does (replacement would
+silently drop points).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from textual.message import Message
 
 @dataclass
 class HardwareDetected(Message):
-    """``core.hardware.detect()`` finished (or failed: ``error`` says why, ``hardware`` is a fallback)."""
+    """``core.hardware.detect.detect()`` finished (or failed: ``error`` says why, ``hardware`` is a fallback)."""
 
     hardware: Any
     error: str = ""
@@ -27,9 +28,10 @@ class BudgetReady(Message):
     """A fresh memory estimate for the plan at ``revision`` (older revisions are dropped)."""
 
     revision: int
-    budget: Any = None          # core.memory.Budget, or None when it could not be computed
-    spec: Any = None            # core.models.ModelSpec used for it
+    budget: Any = None          # core.estimate.budget.Budget, or None when it could not be computed
+    spec: Any = None            # core.model.spec.ModelSpec used for it
     error: str = ""
+    field: str = ""             # the Plan field ``error`` is about (ZeroTuiError.field), "" when none
     seconds: float = 0.0        # how long estimate() took, shown in the breakdown for honesty
 
     def can_replace(self, message: Message) -> bool:
@@ -40,7 +42,7 @@ class BudgetReady(Message):
 class ModelChoicesListed(Message):
     """Models the model step can offer: built-in, well-known architectures, the HF cache."""
 
-    choices: list[Any] = field(default_factory=list)   # tui.model_sources.ModelChoice
+    choices: list[Any] = field(default_factory=list)   # tui.wizard.model_sources.ModelChoice
 
 
 @dataclass
@@ -67,7 +69,7 @@ class DataPreviewReady(Message):
     """The first rows of the dataset and its detected format."""
 
     source: str
-    preview: Any = None         # tui.data_preview.Preview (or core.data's equivalent)
+    preview: Any = None         # tui.wizard.data_preview.Preview (or core.data.prepare's equivalent)
     error: str = ""
 
     def can_replace(self, message: Message) -> bool:
@@ -76,7 +78,7 @@ class DataPreviewReady(Message):
 
 @dataclass
 class RecentRunsListed(Message):
-    """Live and recent runs (``core.runs.RunSummary``), newest first, for the hardware screen."""
+    """Live and recent runs (``core.run.folder.RunSummary``), newest first, for the hardware screen."""
 
     runs: list[Any] = field(default_factory=list)
 
@@ -85,14 +87,14 @@ class RecentRunsListed(Message):
 class RunLaunched(Message):
     """``start_run`` returned: the run's folder, or why it could not start."""
 
-    paths: Any = None           # core.runs.RunPaths
+    paths: Any = None           # core.run.folder.RunPaths
     error: str = ""
     hint: str = ""
 
 
 @dataclass
 class PresetsListed(Message):
-    """``core.presets.list_presets()`` for the preset picker."""
+    """``core.plan.presets.list_presets()`` for the preset picker."""
 
     presets: list[Any] = field(default_factory=list)
     error: str = ""
@@ -103,7 +105,7 @@ class PresetsListed(Message):
 @dataclass
 class HistoryLoaded(Message):
     """The events file was read from the start (on attach, or again after it was truncated): the
-    thread hands its ``core.history.RunHistory`` over to the UI, which owns it from then on."""
+    thread hands its ``core.events.history.RunHistory`` over to the UI, which owns it from then on."""
 
     history: Any
     offset: int = 0             # where the follower continues
@@ -113,7 +115,7 @@ class HistoryLoaded(Message):
 @dataclass
 class EventsArrived(Message):
     """A batch of new events (never one message per event), already parsed into columns off the UI
-    thread (``core.event_columns.Parsed``). A series of points: no can_replace."""
+    thread (``core.events.columns.Parsed``). A series of points: no can_replace."""
 
     parsed: Any
 
@@ -130,16 +132,8 @@ class RunStateChanged(Message):
 
 
 @dataclass
-class EstimateReady(Message):
-    """The memory estimate of the run's plan (GPU bytes per GPU), for the reference line."""
-
-    gpu_bytes: Optional[int] = None
-    error: str = ""
-
-
-@dataclass
 class RunsListed(Message):
-    """The runs screen's rows (``core.run_overview.RunOverview``), newest first."""
+    """The runs screen's rows (``core.run.overview.RunOverview``), newest first."""
 
     rows: list[Any] = field(default_factory=list)
     error: str = ""
@@ -150,7 +144,7 @@ class RunsListed(Message):
 
 @dataclass
 class RunResumeDone(Message):
-    """``core.launch.resume_run`` returned (a new worker continues the run), or why it could not."""
+    """``core.run.start.resume_run`` returned (a new worker continues the run), or why it could not."""
 
     paths: Any = None
     error: str = ""
@@ -159,7 +153,7 @@ class RunResumeDone(Message):
     def after_resume(cls, paths: Any) -> "RunResumeDone":
         """Resume the run in ``paths`` (blocking: call it from a thread worker) and say how it went."""
         from zerotui.core.errors import ZeroTuiError
-        from zerotui.core.launch import resume_run
+        from zerotui.core.run.start import resume_run
 
         try:
             return cls(resume_run(paths))
@@ -169,7 +163,7 @@ class RunResumeDone(Message):
 
 @dataclass
 class InputsChecked(Message):
-    """``core.inputcheck.check_inputs`` on the plan at ``revision``: the data file and model folder are
+    """``core.run.input_check.check_inputs`` on the plan at ``revision``: the data file and model folder are
     usable for training ("" ), or the one-line reason they are not (a launch blocker on the review)."""
 
     revision: int
@@ -177,3 +171,20 @@ class InputsChecked(Message):
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, InputsChecked)
+
+
+# -- navigation: screens ask the App, which knows every screen ------------------------------------
+
+@dataclass
+class OpenRun(Message):
+    """Open the dashboard on a run folder (``live``: with its control keys)."""
+
+    paths: Any                  # core.run.folder.RunPaths
+    live: bool = True
+
+
+@dataclass
+class ShowRuns(Message):
+    """Open the list of runs in ``runs_dir`` (None: the default runs folder)."""
+
+    runs_dir: Optional[Path] = None

@@ -1,6 +1,6 @@
 """Long-run benchmark of the dashboard: a 32-hour run's events file opened, drawn and followed.
 
-Targets (issue 6): first full frame < 2 s, every redraw < 50 ms, process memory < 300 MB, on the
+Targets: first full frame < 2 s, every redraw < 50 ms, process memory < 300 MB, on the
 project's 2-core machine, with >= 300,000 step events plus telemetry.
 
     python benchmarks/dashboard/long_run.py                 # 3 cold starts at 160x48 + 1 at 80x24
@@ -54,9 +54,9 @@ def child(run_dir: Path, size: tuple[int, int], live_s: float) -> dict:
     import psutil
     from textual.app import App
 
-    from zerotui.core.runs import RunPaths
-    from zerotui.tui.screens.dashboard import DashboardScreen
-    from zerotui.tui.widgets.charts import ZOOMS
+    from zerotui.core.run.folder import RunPaths
+    from zerotui.tui.dashboard.screen import DashboardScreen
+    from zerotui.tui.dashboard.charts import ZOOMS
 
     proc = psutil.Process()
     out: dict = {"size": f"{size[0]}x{size[1]}"}
@@ -179,7 +179,7 @@ def child(run_dir: Path, size: tuple[int, int], live_s: float) -> dict:
             out["full_redraws"] = redraws
             out["rss_mb_end"] = proc.memory_info().rss / 2**20
             out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-            out["estimator_present"] = _has("zerotui.core.memory")
+            out["estimator_present"] = _has("zerotui.core.estimate.budget")
             out["torch_imported"] = "torch" in sys.modules
             await pilot.press("d")
 
@@ -205,8 +205,8 @@ class FakeWorker(threading.Thread):
         self.stop = threading.Event()
 
     def run(self) -> None:
-        from zerotui.core.events import EventWriter, make_event
-        from zerotui.core.runs import RunPaths, write_status
+        from zerotui.core.events.stream import EventWriter, make_event
+        from zerotui.core.run.folder import RunPaths, write_status
 
         paths = RunPaths(self.run_dir)
         last_tel = 0.0
@@ -254,7 +254,7 @@ def prepare(base: Path, hours: float, steps: int, gpus: int) -> tuple[Path, dict
 
 
 def run_child(run_dir: Path, size: str, live_s: float, steps: int, gpus: int, nbytes: int) -> dict:
-    from zerotui.core.history_reader import _last_time
+    from zerotui.core.events.reader import _last_time
 
     events = run_dir / "events.jsonl"
     with open(events, "r+b") as fh:  # every child reads the same file: drop the last child's appends

@@ -1,7 +1,7 @@
 """A synthetic events.jsonl of a long run, shaped like the worker's stream, written fast.
 
 Default: 32 hours, 300,000 step events (one every 0.384 s), telemetry every 5 s (the worker's default,
-``core/worker.py`` TELEMETRY_S) for 8 GPUs, an eval every 1000 steps, a checkpoint every 5000, an fp16
+``core/run/worker.py`` TELEMETRY_S) for 8 GPUs, an eval every 1000 steps, a checkpoint every 5000, an fp16
 overflow (skipped step) every 997 steps, a few alerts and logs. Values are rounded as real readings
 are (NVML gives integer percent and bytes), and floats that a real loop computes keep full precision.
 
@@ -22,7 +22,7 @@ T0 = 1767225600.0  # 2026-01-01 00:00:00 UTC
 def write_run(path: Path, hours: float = 32.0, steps: int = 300_000, gpus: int = 8,
               telemetry_s: float = 5.0, seed: int = 0) -> dict:
     """Write the file; returns counts of what it holds."""
-    from zerotui.core.events import encode, make_event
+    from zerotui.core.events.stream import encode, make_event
 
     rng = random.Random(seed)
     duration = hours * 3600

@@ -21,12 +21,12 @@ sys.path.insert(0, str(HERE.parents[1]))
 from benchmarks.estimator.compare import h200, load, measured  # noqa: E402
 from benchmarks.estimator.fit_speed import measured_step  # noqa: E402
 from benchmarks.estimator.matrix import llama_config_dict  # noqa: E402
-from zerotui.core import speed  # noqa: E402
-from zerotui.core.fit import recommend  # noqa: E402
-from zerotui.core.hardware_types import GpuInfo  # noqa: E402
-from zerotui.core.memory_calibration import CUDA_CONTEXT_BYTES  # noqa: E402
-from zerotui.core.models import _llama_family_spec  # noqa: E402
-from zerotui.core.plan import plan_from_dict  # noqa: E402
+from zerotui.core.estimate import speed  # noqa: E402
+from zerotui.core.estimate.recommend import recommend  # noqa: E402
+from zerotui.core.hardware.types import GpuInfo  # noqa: E402
+from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES  # noqa: E402
+from zerotui.core.model.spec import _llama_family_spec  # noqa: E402
+from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
 
 GIB = 2**30
 CAPACITIES_GIB = (141, 80, 48, 24)  # the sizes sweep 2 was planned for

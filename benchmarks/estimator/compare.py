@@ -22,10 +22,10 @@ from benchmarks.estimator.paths import ensure_zerotui_importable  # noqa: E402
 ensure_zerotui_importable()
 
 from benchmarks.estimator.matrix import llama_config_dict  # noqa: E402
-from zerotui.core.hardware_types import GpuInfo, Hardware  # noqa: E402
-from zerotui.core.memory import estimate  # noqa: E402
-from zerotui.core.models import _llama_family_spec  # noqa: E402
-from zerotui.core.plan import plan_from_dict  # noqa: E402
+from zerotui.core.hardware.types import GpuInfo, Hardware  # noqa: E402
+from zerotui.core.estimate.budget import estimate  # noqa: E402
+from zerotui.core.model.spec import _llama_family_spec  # noqa: E402
+from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
 
 GIB = 2**30
 

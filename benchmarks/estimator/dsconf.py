@@ -1,6 +1,6 @@
 """The ds_config a measured configuration trains with.
 
-zerotui's own writer (``zerotui.core.dsconfig.build_ds_config``) makes it, so the harness measures
+zerotui's own writer (``zerotui.core.deepspeed.config.build_ds_config``) makes it, so the harness measures
 what ``zerotui train`` would launch (the config is recorded in each row).
 
 Two harness-only changes, both memory-neutral, keep device minutes down:
@@ -19,9 +19,9 @@ from typing import Any
 
 def harness_ds_config(plan, spec) -> tuple[dict[str, Any], str]:
     """(ds_config, source) for one measured configuration."""
-    from zerotui.core.dsconfig import build_ds_config
+    from zerotui.core.deepspeed.config import build_ds_config
 
-    cfg, source = copy.deepcopy(build_ds_config(plan, 1, spec)), "zerotui.core.dsconfig.build_ds_config"
+    cfg, source = copy.deepcopy(build_ds_config(plan, 1, spec)), "zerotui.core.deepspeed.config.build_ds_config"
     cfg.pop("scheduler", None)
     cfg["steps_per_print"] = 10 ** 9
     cfg["wall_clock_breakdown"] = False

@@ -1,10 +1,10 @@
-"""Fit core/speed.py's coefficients to measured step times (least squares on log time).
+"""Fit core/estimate/speed.py's coefficients to measured step times (least squares on log time).
 
     python -m benchmarks.estimator.fit_speed benchmarks/estimator/data/sweep1-raw.jsonl [...]
 
 Measured step time of a row: the median optimizer step after the first (the first pays for CUDA
 warm-up and stage 3's trace recording), or the faster of two when only two were timed (sweep 1). Prints the
-coefficients to paste into core/speed.py and each row's residual.
+coefficients to paste into core/estimate/speed.py and each row's residual.
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from benchmarks.estimator.compare import load  # noqa: E402
 from benchmarks.estimator.matrix import llama_config_dict  # noqa: E402
-from zerotui.core.models import _llama_family_spec, trainable_params  # noqa: E402
-from zerotui.core.plan import plan_from_dict  # noqa: E402
-from zerotui.core.speed import FIXED, H200, SpeedCoefficients, step_time  # noqa: E402
+from zerotui.core.model.spec import _llama_family_spec, trainable_params  # noqa: E402
+from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
+from zerotui.core.estimate.speed import FIXED, H200, SpeedCoefficients, step_time  # noqa: E402
 
 ALL = [f.name for f in dataclasses.fields(SpeedCoefficients)]
 FIELDS = [n for n in ALL if n not in FIXED]

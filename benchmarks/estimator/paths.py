@@ -17,7 +17,7 @@ def ensure_zerotui_importable(force_shim: bool = False) -> str:
     """Returns how zerotui was found: 'installed' or the shim folder."""
     if not force_shim:
         try:
-            import zerotui.core.plan  # noqa: F401
+            import zerotui.core.plan.schema  # noqa: F401
             return "installed"
         except ImportError:
             pass
@@ -34,5 +34,5 @@ def ensure_zerotui_importable(force_shim: bool = False) -> str:
         del sys.modules[mod]
     import importlib
 
-    importlib.import_module("zerotui.core.plan")  # fails loudly here rather than mid-sweep
+    importlib.import_module("zerotui.core.plan.schema")  # fails loudly here rather than mid-sweep
     return str(shim)

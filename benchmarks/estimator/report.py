@@ -22,7 +22,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.estimator.check_recommender import check  # noqa: E402
 from benchmarks.estimator.compare import estimates, load, measured, summary  # noqa: E402
 from benchmarks.estimator.fit_speed import prepared, residuals  # noqa: E402
-from zerotui.core.speed import H200  # noqa: E402
+from zerotui.core.estimate.speed import H200  # noqa: E402
 
 GIB = 2**30
 DATA = HERE / "data"

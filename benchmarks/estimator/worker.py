@@ -136,7 +136,7 @@ def run_config(cfg: dict[str, Any], device: str, sampler: Sampler, rec: dict[str
 
     from benchmarks.estimator.dsconf import harness_ds_config
     from benchmarks.estimator.matrix import llama_config_dict
-    from zerotui.core.plan import plan_from_dict
+    from zerotui.core.plan.schema import plan_from_dict
 
     cuda = device == "cuda"
     plan = plan_from_dict(cfg["plan"])
@@ -197,7 +197,7 @@ def run_config(cfg: dict[str, Any], device: str, sampler: Sampler, rec: dict[str
                                                  target_modules=list(plan.lora_targets), task_type="CAUSAL_LM"),
                                autocast_adapter_dtype=False)  # adapters in the training dtype (see docs)
         if plan.grad_ckpt:
-            model.enable_input_require_grads()  # as core/modelload.py does for LoRA + checkpointing
+            model.enable_input_require_grads()  # as core/model/load.py does for LoRA + checkpointing
     rec["counts"] = _counts(model)
     rec["deepspeed_estimate"] = _deepspeed_estimates(plan, rec["counts"])
     rec["build_s"] = time.perf_counter() - t0

@@ -14,11 +14,11 @@ from pathlib import Path
 def main() -> int:
     t0 = time.time()
     run_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
-    from zerotui.core.control import ControlState
-    from zerotui.core.engine import train
-    from zerotui.core.events import make_event
-    from zerotui.core.plan import load_plan
-    from zerotui.core.runs import RunPaths
+    from zerotui.core.train.control import ControlState
+    from zerotui.core.train.engine import train
+    from zerotui.core.events.stream import make_event
+    from zerotui.core.plan.schema import load_plan
+    from zerotui.core.run.folder import RunPaths
 
     events: list[dict] = []
 

@@ -1,4 +1,4 @@
-"""What rank 0's per-step control broadcast costs (``core/rankflags.py``): the real ``FlagSync.exchange``
+"""What rank 0's per-step control broadcast costs (``core/train/rankflags.py``): the real ``FlagSync.exchange``
 between N processes on one machine over its gloo group, timed over many calls.
 
     python -m benchmarks.throughput.flag_sync [--ranks 2] [--calls 2000] [--out FILE]
@@ -21,8 +21,8 @@ def _worker(rank: int, world: int, port: int, calls: int, queue) -> None:  # noq
                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     import torch.distributed as dist
 
-    from zerotui.core.control import ControlState
-    from zerotui.core.rankflags import FlagSync
+    from zerotui.core.train.control import ControlState
+    from zerotui.core.train.rankflags import FlagSync
 
     dist.init_process_group("gloo")
     sync = FlagSync(world, rank, ControlState(), save_minutes=30)

@@ -1,17 +1,17 @@
 """zerotui's training loop vs the Hugging Face Trainer, same model / DeepSpeed config / data shape / steps.
 
 One command, alternating the contenders in fresh processes and repeating, then comparing medians (runs
-on a shared machine drift by 10-20% between repeats, issue 4)::
+on a shared machine drift by 10-20% between repeats)::
 
     python -m benchmarks.throughput.run --shape 1.1b --case a --case b --repeats 3 --out results.json
     python -m benchmarks.throughput.run --dry-run          # tiny shape on the CPU, a minute or two
 
-Cases (issue 4, "Performance"):
+Cases:
   a  ZeRO-2, bf16, micro-batch 4, sequence 1024
   b  the same with ZeRO-3 and optimizer + parameters offloaded to CPU
 
 Contenders, each in its own process:
-  zerotui        the real worker (``python -m zerotui.core.worker RUN``): events to events.jsonl, telemetry
+  zerotui        the real worker (``python -m zerotui.core.run.worker RUN``): events to events.jsonl, telemetry
                  every 5 s (the default), status heartbeat, control polling — what users run
   zerotui-bare   ``engine.train`` alone, events kept in memory: the 'events and telemetry off' side
   trainer        ``transformers.Trainer`` with ``deepspeed=`` the same ds_config.json
@@ -35,7 +35,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-import yaml
 
 from .shapes import SHAPES, build_model_folder, write_text_data
 
@@ -47,8 +46,8 @@ CONTENDERS = ("zerotui", "trainer", "zerotui-bare")
 
 
 def make_run(root: Path, model_dir: Path, data_file: Path, case: str, a: argparse.Namespace) -> Path:
-    from zerotui.core.dsconfig import build_ds_config
-    from zerotui.core.plan import plan_from_dict
+    from zerotui.core.deepspeed.config import build_ds_config
+    from zerotui.core.plan.schema import plan_from_dict
 
     shape = SHAPES[a.shape]
     plan = plan_from_dict(dict(
@@ -75,7 +74,7 @@ def run_one(contender: str, run_dir: Path, env: dict, log_interval: int, timeout
     out = run_dir / f"{contender}.json"
     mod = {"zerotui-bare": "benchmarks.throughput.engine_side", "trainer": "benchmarks.throughput.trainer_side"}
     if contender == "zerotui":
-        argv = [sys.executable, "-m", "zerotui.core.worker", str(run_dir)]
+        argv = [sys.executable, "-m", "zerotui.core.run.worker", str(run_dir)]
     else:
         argv = [sys.executable, "-m", mod[contender], str(run_dir), str(out)]
     started = time.time()
@@ -90,7 +89,7 @@ def run_one(contender: str, run_dir: Path, env: dict, log_interval: int, timeout
         to_first = (blob["first_step"] or started) - blob["process_start"]
     else:
         if contender == "zerotui":
-            from zerotui.core.events import read_all
+            from zerotui.core.events.stream import read_all
 
             evs = read_all(run_dir / "events.jsonl")
             t0 = started

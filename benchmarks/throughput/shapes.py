@@ -1,6 +1,6 @@
 """Model shapes and data for the throughput comparison, built here so nothing is downloaded.
 
-Speed and memory do not depend on the weights' values (GPU.md), so the models are random-initialised
+Speed and memory do not depend on the weights' values, so the models are random-initialised
 from a config and saved once as a normal Hugging Face folder that both contenders load.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ SHAPES: dict[str, dict[str, Any]] = {
     "1.1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                  num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),
-    # The dry-run shape: zerotui's built-in tiny model (core/tiny.py), a few seconds a run on a CPU.
+    # The dry-run shape: zerotui's built-in tiny model (core/model/tiny.py), a few seconds a run on a CPU.
     "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),
@@ -30,7 +30,7 @@ def build_model_folder(shape: str, folder: Path, seed: int = 0) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from zerotui.core.tiny import tiny_tokenizer
+    from zerotui.core.model.tiny import tiny_tokenizer
 
     torch.manual_seed(seed)
     cfg = LlamaConfig(**SHAPES[shape], pad_token_id=0, bos_token_id=1, eos_token_id=2)

@@ -34,9 +34,9 @@ def main() -> int:
     import torch
     from transformers import AutoModelForCausalLM, Trainer, TrainerCallback, TrainingArguments
 
-    from zerotui.core.data import prepare_data
-    from zerotui.core.modelload import load_tokenizer
-    from zerotui.core.plan import load_plan
+    from zerotui.core.data.prepare import prepare_data
+    from zerotui.core.model.load import load_tokenizer
+    from zerotui.core.plan.schema import load_plan
 
     plan = load_plan(run_dir / "plan.yaml")
     ds_config = json.loads((run_dir / "ds_config.json").read_text())

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.runs import resolve_run
+    from zerotui.core.run.folder import resolve_run
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):

@@ -26,8 +26,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.doctor import collect, render_text
-    from zerotui.core.hardware import detect, measure_write, parse_size
+    from zerotui.core.doctor.report import collect, render_text
+    from zerotui.core.hardware.detect import detect, measure_write, parse_size
 
     write_size = parse_size(args.write_size, "--write-size")
     if write_size <= 0:

@@ -45,12 +45,12 @@ def budget_table(budget) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.memory import estimate
-    from zerotui.core.models import spec_for_plan
+    from zerotui.core.estimate.budget import estimate
+    from zerotui.core.model.spec import spec_for_plan
     from zerotui.core.sizes import format_bytes
 
     plan = plan_from_args(args, args.source)
-    from zerotui.core.inputcheck import check_inputs
+    from zerotui.core.run.input_check import check_inputs
 
     check_inputs(plan, training=False)
     spec = spec_for_plan(plan)

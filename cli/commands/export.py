@@ -1,5 +1,5 @@
 """`zerotui export PRESET|PLAN.yaml -o DIR [PLAN OPTIONS]`: ds_config.json, plan.yaml and launch.sh for the
-plain ``deepspeed`` command, with DIR as the run directory of zerotui's worker (see core/export.py)."""
+plain ``deepspeed`` command, with DIR as the run directory of zerotui's worker (see core/export/deepspeed_cli.py)."""
 from __future__ import annotations
 
 import argparse
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.export import export_plan
+    from zerotui.core.export.deepspeed_cli import export_plan
 
     if not (args.source or args.plan_preset or args.plan_file):
         raise PlanError("export needs a starting point: a preset name or a plan file",

@@ -31,13 +31,13 @@ def _flags(changes: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from zerotui.core.errors import PlanError
-    from zerotui.core.fit import recommend, why_nothing_fits
-    from zerotui.core.models import spec_for_plan
+    from zerotui.core.estimate.recommend import recommend, why_nothing_fits
+    from zerotui.core.model.spec import spec_for_plan
 
     if args.top < 1:
         raise PlanError(f"--top: {args.top} shows nothing", "give --top 1 or more")
     plan = plan_from_args(args, args.source)
-    from zerotui.core.inputcheck import check_inputs
+    from zerotui.core.run.input_check import check_inputs
 
     check_inputs(plan, training=False)
     spec = spec_for_plan(plan)

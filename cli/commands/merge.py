@@ -23,12 +23,12 @@ def run(args: argparse.Namespace) -> int:
     import contextlib
     import sys
 
-    from zerotui.core.runs import resolve_run
+    from zerotui.core.run.folder import resolve_run
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
     # DeepSpeed's logger and zero_to_fp32 print to stdout; stdout is this command's answer (--json).
     with contextlib.redirect_stdout(sys.stderr):
-        from zerotui.core.merge import merge_run
+        from zerotui.core.export.merge import merge_run
 
         out = merge_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype)
     if args.json:

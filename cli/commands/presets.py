@@ -10,7 +10,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.presets import list_presets, user_presets_dir
+    from zerotui.core.paths import user_presets_dir
+    from zerotui.core.plan.presets import list_presets
 
     presets = list_presets()
     if args.json:

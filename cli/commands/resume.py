@@ -18,8 +18,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from zerotui.cli.commands.train import print_started
     from zerotui.cli.run_follow import events_end, follow_run
-    from zerotui.core.launch import last_checkpoint_step, resume_run
-    from zerotui.core.runs import resolve_run
+    from zerotui.core.run.start import last_checkpoint_step, resume_run
+    from zerotui.core.run.folder import resolve_run
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
     offset = events_end(paths)

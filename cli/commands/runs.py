@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zerotui.core.events import as_float
+from zerotui.core.events.stream import as_float
+from zerotui.core.timefmt import format_duration
 
 DEFAULT_SHOWN = 20  # without --all: live runs plus the newest others, up to this many
 
@@ -16,15 +17,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list, one object per run")
     parser.add_argument("--all", action="store_true", help=f"list every run (default: the newest {DEFAULT_SHOWN})")
     parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
-
-
-def _duration(seconds: Any) -> str:
-    if not isinstance(seconds, (int, float)) or seconds < 0:
-        return "-"
-    s = int(seconds)
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s // 3600}h{(s % 3600) // 60:02d}m" if s < 86400 else f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
 def run_record(summary: Any, now: float) -> dict[str, Any]:
@@ -52,12 +44,13 @@ def run_record(summary: Any, now: float) -> dict[str, Any]:
 def _state_cell(rec: dict[str, Any]) -> str:
     if rec["state"] == "lost":
         age = rec.get("heartbeat_age_s")
-        return f"lost ({_duration(age)} ago)" if age is not None else "lost"
+        return f"lost ({format_duration(age)} ago)" if age is not None else "lost"
     return rec["state"]
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.runs import default_runs_dir, list_runs
+    from zerotui.core.paths import default_runs_dir
+    from zerotui.core.run.folder import list_runs
 
     base = args.runs_dir or default_runs_dir()
     runs = list_runs(base)
@@ -86,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
             "-" if rec["loss"] is None else f"{rec['loss']:.4f}",
             "-" if rec["tokens_per_s"] is None else f"{rec['tokens_per_s']:,.0f}",
             time.strftime("%Y-%m-%d %H:%M", time.localtime(rec["started"])) if rec["started"] else "-",
-            _duration(rec["duration_s"]),
+            format_duration(rec["duration_s"]),
         ))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:

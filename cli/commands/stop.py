@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from zerotui.core.errors import RunError
+from zerotui.core.timefmt import format_ago
 
 ACK_TIMEOUT_S = 20.0  # the worker polls control.jsonl every 0.25 s, from its first second on
 EXIT_TIMEOUT_S = 60.0  # after run_finished the worker only destroys its process group and exits
@@ -21,16 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
 
 
-def _ago(t: object) -> str:
-    if not isinstance(t, (int, float)) or not t:
-        return "never"
-    s = max(0, time.time() - float(t))
-    return f"{s:.0f} s ago" if s < 120 else (f"{s / 60:.0f} min ago" if s < 7200 else f"{s / 3600:.1f} h ago")
-
-
 def run(args: argparse.Namespace) -> int:
     from zerotui.cli.run_follow import EventCursor, events_end, finished_exit_code, format_event
-    from zerotui.core.runs import read_status, resolve_run, run_state, send_control
+    from zerotui.core.run.folder import read_status, resolve_run, run_state, send_control
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
     state = run_state(paths)
@@ -42,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
                        "`zerotui runs` lists the runs; `zerotui resume RUN` continues a stopped one")
     if state == "lost":
         beat = read_status(paths).get("heartbeat")
-        raise RunError(f"run {paths.name} is lost: its worker is gone (last heartbeat {_ago(beat)})",
+        raise RunError(f"run {paths.name} is lost: its worker is gone (last heartbeat {format_ago(beat)})",
                        f"nothing to stop; `zerotui resume {paths.name}` continues it from its last checkpoint")
     cursor = EventCursor(paths, events_end(paths))
     command = "stop-now" if args.now else "stop"
@@ -77,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
     """The run has ended; say so again only once its processes are gone (and their memory with them)."""
-    from zerotui.core.runs import pid_alive, read_status
+    from zerotui.core.run.folder import pid_alive, read_status
 
     st = read_status(paths)
     pids = [p for p in (st.get("pids") or [st.get("pid")]) if p]
@@ -92,7 +86,7 @@ def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
         print(f"{paths.name}: worker process(es) {', '.join(map(str, pids))} exited", flush=True)
         # A stop must free every GPU of the run: NVML must list none of its pids. Without NVML (a CPU
         # machine) there is nothing to say here; the run's end in status.json notes the check was skipped.
-        from zerotui.core.gpu_release import wait_gpu_release
+        from zerotui.core.hardware.gpu_release import wait_gpu_release
 
         gpu = wait_gpu_release(pids)
         if gpu["checked"] or gpu["held"]:

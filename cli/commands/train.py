@@ -24,7 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def print_started(paths, resumed: bool, as_json: bool) -> None:
-    from zerotui.core.runs import read_status
+    from zerotui.core.run.folder import read_status
 
     pid = read_status(paths).get("pid")
     if as_json:
@@ -40,8 +40,8 @@ def print_started(paths, resumed: bool, as_json: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zerotui.cli.run_follow import events_end, follow_run
-    from zerotui.core.launch import resume_run, start_run
-    from zerotui.core.runs import resolve_run
+    from zerotui.core.run.start import resume_run, start_run
+    from zerotui.core.run.folder import resolve_run
 
     if args.resume:
         runs_dir = getattr(args, "plan__runs_dir", None)

@@ -7,7 +7,7 @@ are split one by one, as Llama's tokenizer does, which makes the arithmetic rows
     python -m zerotui.core.assets.make_sample_data
     python -m zerotui.core.assets.make_tokenizer
 
-The chat template and the special-token names live in ``zerotui.core.tiny`` (they are code, not data).
+The chat template and the special-token names live in ``zerotui.core.model.tiny`` (they are code, not data).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|system|>", "<|user|>", "<|
 
 
 def _corpus() -> Iterator[str]:
-    # The prompt layout used for alpaca rows when a tokenizer has no chat template (core/prompts.py),
+    # The prompt layout used for alpaca rows when a tokenizer has no chat template (core/data/prompts.py),
     # so its headers become single tokens too.
     yield "### Instruction:\n### Input:\n### Response:\n### User:\n### Assistant:\n### System:\n"
     with open(HERE / "sample.jsonl", encoding="utf-8") as fh:

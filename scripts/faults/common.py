@@ -17,9 +17,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
-from zerotui.core.checkpoint import list_checkpoints, newest_complete
-from zerotui.core.events import read_all, read_new, validate
-from zerotui.core.runs import RunPaths, pid_alive, read_status
+from zerotui.core.train.checkpoint import list_checkpoints, newest_complete
+from zerotui.core.events.stream import read_all, read_new, validate
+from zerotui.core.run.folder import RunPaths, pid_alive, read_status
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -235,16 +235,18 @@ FAULT_WORKER = Path(__file__).with_name("fault_worker.py")
 
 
 def _fault_worker_command(extra_env: dict[str, str]):
-    """``core.launch._worker_command`` for the fault worker: the same argv shape, env and PATH, but
-    ``python scripts/faults/fault_worker.py RUN_DIR`` instead of ``python -m zerotui.core.worker``."""
-    from zerotui.core import launch
+    """``core.run.start._worker_command`` for the fault worker: the same supervisor, env and PATH, but
+    ``python scripts/faults/fault_worker.py RUN_DIR`` instead of ``python -m zerotui.core.run.worker`` as its
+    child."""
+    from zerotui.core.run import start as launch
 
     original = launch._worker_command
 
     def command(plan, paths, hardware, resume):
         argv, environ = original(plan, paths, hardware, resume)
-        assert argv[1:3] == ["-m", "zerotui.core.worker"], argv  # one process: the plain worker
-        return [argv[0], str(FAULT_WORKER), *argv[3:]], {**environ, **extra_env}
+        cut = argv.index("--") + 1
+        assert argv[cut + 1:cut + 3] == ["-m", "zerotui.core.run.worker"], argv  # one process: the worker
+        return [*argv[:cut + 1], str(FAULT_WORKER), *argv[cut + 3:]], {**environ, **extra_env}
     return command
 
 
@@ -253,7 +255,7 @@ def start_with_faults(runs_dir: Path, plan: Any, fault_env: dict[str, str], resu
     """``start_run`` / ``resume_run`` (preflight, run folder, detached worker) with the fault worker."""
     from unittest import mock
 
-    from zerotui.core import launch
+    from zerotui.core.run import start as launch
 
     os.environ.setdefault("ZEROTUI_TELEMETRY_S", "1")
     with mock.patch.object(launch, "_worker_command", _fault_worker_command(fault_env)):

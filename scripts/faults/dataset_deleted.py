@@ -32,8 +32,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.events import read_all  # noqa: E402
-from zerotui.core.runs import read_status  # noqa: E402
+from zerotui.core.events.stream import read_all  # noqa: E402
+from zerotui.core.run.folder import read_status  # noqa: E402
 
 SAMPLE = common.ROOT / "core" / "assets" / "sample.jsonl"
 OPTIONS = ["--max-steps", "150", "--log-interval", "5", "--save-interval", "20", "--keep-checkpoints", "1",

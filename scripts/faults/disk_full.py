@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.events import read_all  # noqa: E402
+from zerotui.core.events.stream import read_all  # noqa: E402
 
 MIB = 1 << 20
 OPTIONS = ["--max-steps", "60", "--log-interval", "1", "--save-interval", "10", "--keep-checkpoints", "1",

@@ -7,7 +7,7 @@ Readers, all in this process except the CLI, all running the whole time:
 
 * raw: ``events.read_new`` in a loop, as any script would;
 * dashboard: ``history_reader.load_history`` then ``EventFollower.poll``, rebuilding when it asks (the
-  dashboard's own loop, ``tui/screens/dashboard.py``), into a ``RunHistory``;
+  dashboard's own loop, ``tui/dashboard/screen.py``), into a ``RunHistory``;
 * ``zerotui runs --json`` (a fresh process) after each truncation.
 
 Sizes: 0 (emptied), a random byte offset (almost always mid-line), or the start of a random line.
@@ -35,9 +35,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.events import read_all, read_new  # noqa: E402
-from zerotui.core.history_reader import EventFollower, load_history  # noqa: E402
-from zerotui.core.event_columns import parse_events  # noqa: E402
+from zerotui.core.events.stream import read_all, read_new  # noqa: E402
+from zerotui.core.events.reader import EventFollower, load_history  # noqa: E402
+from zerotui.core.events.columns import parse_events  # noqa: E402
 
 OPTIONS = ["--max-steps", "1200", "--log-interval", "2", "--save-interval", "100", "--keep-checkpoints", "1",
            "--eval-interval", "0", "--no-save-final"]

@@ -1,5 +1,5 @@
 """The real zerotui worker (``core/worker.main`` with the real DeepSpeed engine), with numerical faults
-injected from outside the product code. Used by ``scripts/faults/numerical.py`` and ``tests/test_faults.py``.
+injected from outside the product code. Used by ``scripts/faults/numerical.py`` and ``tests/unit/test_faults.py``.
 
     ZEROTUI_FAULT=overflow:12-40  python scripts/faults/fault_worker.py RUN_DIR [--resume]
 
@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"fault_worker: {message}\n")
 
     install(faults, fp16, log)
-    from zerotui.core.worker import main as worker_main
+    from zerotui.core.run.worker import main as worker_main
 
     return worker_main(argv)
 

@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.events import read_all  # noqa: E402
-from zerotui.core.history_reader import load_history  # noqa: E402
-from zerotui.core.runs import run_state  # noqa: E402
+from zerotui.core.events.stream import read_all  # noqa: E402
+from zerotui.core.events.reader import load_history  # noqa: E402
+from zerotui.core.run.folder import run_state  # noqa: E402
 
 LOG_INTERVAL = 1
 

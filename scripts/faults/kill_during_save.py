@@ -29,9 +29,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.checkpoint import MARKER, list_checkpoints  # noqa: E402
-from zerotui.core.events import read_all  # noqa: E402
-from zerotui.core.runs import run_state  # noqa: E402
+from zerotui.core.train.checkpoint import MARKER, list_checkpoints  # noqa: E402
+from zerotui.core.events.stream import read_all  # noqa: E402
+from zerotui.core.run.folder import run_state  # noqa: E402
 
 OPTIONS = ["--max-steps", "400", "--log-interval", "1", "--save-interval", "5", "--keep-checkpoints", "3",
            "--eval-interval", "0"]

@@ -33,8 +33,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.events import as_float, read_all  # noqa: E402
-from zerotui.core.presets import load_preset  # noqa: E402
+from zerotui.core.events.stream import as_float, read_all  # noqa: E402
+from zerotui.core.plan.presets import load_preset  # noqa: E402
 
 TOTAL = 60
 
@@ -74,7 +74,7 @@ def _same_weights(paths, first_bad: int):
     update since ``first_bad``); None when fewer than two were saved in it."""
     import torch
 
-    from zerotui.core.checkpoint import list_checkpoints
+    from zerotui.core.train.checkpoint import list_checkpoints
 
     inside = [c for c in list_checkpoints(paths.checkpoints) if c.complete and c.step >= first_bad]
     if len(inside) < 2:

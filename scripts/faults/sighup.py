@@ -31,8 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import common  # noqa: E402
 
-from zerotui.core.events import read_all  # noqa: E402
-from zerotui.core.runs import RunPaths, list_runs, pid_alive, read_status  # noqa: E402
+from zerotui.core.events.stream import read_all  # noqa: E402
+from zerotui.core.run.folder import RunPaths, list_runs, pid_alive, read_status  # noqa: E402
 
 ZEROTUI = str(Path(sys.executable).with_name("zerotui"))
 OPTIONS = ["--max-steps", "3000", "--log-interval", "5", "--save-interval", "50", "--keep-checkpoints", "2",

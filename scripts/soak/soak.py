@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT / "scripts" / "faults"))
 import common  # noqa: E402
 import synth_events  # noqa: E402
 
-from zerotui.core.events import read_all  # noqa: E402
-from zerotui.core.runs import RunPaths, read_status  # noqa: E402
+from zerotui.core.events.stream import read_all  # noqa: E402
+from zerotui.core.run.folder import RunPaths, read_status  # noqa: E402
 
 ZEROTUI = str(Path(sys.executable).with_name("zerotui"))
 MB = 1 << 20

@@ -1,5 +1,5 @@
 """A synthetic worker: replays a long run's events.jsonl into a run folder, faster than real time, and
-keeps status.json beating like ``core/worker.py`` does, so a dashboard attached to the folder follows a
+keeps status.json beating like ``core/run/worker.py`` does, so a dashboard attached to the folder follows a
 "live" run that covers 32 hours in minutes.
 
     python scripts/soak/synth_worker.py RUN_DIR SOURCE.jsonl [--minutes 10]
@@ -19,14 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from zerotui.core.events import encode, make_event
-from zerotui.core.runs import RunPaths, write_status
+from zerotui.core.events.stream import encode, make_event
+from zerotui.core.run.folder import RunPaths, write_status
 
 TICK_S = 0.1
 
 
 def line_time(line: bytes) -> float:
-    """``t`` of an encoded event (``core.events.encode`` writes v, t, type first): no JSON parse needed."""
+    """``t`` of an encoded event (``core.events.stream.encode`` writes v, t, type first): no JSON parse needed."""
     start = line.index(b'"t":') + 4
     return float(line[start:line.index(b",", start)])
 

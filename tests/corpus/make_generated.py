@@ -1,6 +1,6 @@
 """The bad-input files that cannot sit in git as they are: binary, huge, in another encoding, or empty
 folders (git keeps no empty folder). ``build(root)`` writes them next to a copy of the committed corpus
-(``plans/ data/ models/``); tests/test_bad_input_corpus.py calls it on a temporary copy.
+(``plans/ data/ models/``); tests/unit/test_bad_input_corpus.py calls it on a temporary copy.
 
     python tests/corpus/make_generated.py /tmp/corpus     # to look at them by hand
 
@@ -70,7 +70,7 @@ def build(root: Path) -> list[Path]:
 
 def build_real_models(root: Path) -> dict[str, Path]:
     """Model folders that pass every check made before launch and fail only when the worker loads them."""
-    from zerotui.core.tiny import materialise
+    from zerotui.core.model.tiny import materialise
 
     src = materialise(42)
     models = root / "models"

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, Optional
 
 import pytest
-from textual.app import App
 
 from zerotui.core.atomic import atomic_write_json
-from zerotui.core.runs import RunPaths
-from zerotui.tui.screens.dashboard import DashboardScreen
+from zerotui.core.run.folder import RunPaths
+from zerotui.tui.dashboard.navigation import RunNavigation
+from zerotui.tui.dashboard.screen import DashboardScreen
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "events"
 
@@ -50,7 +50,7 @@ def _dead_pid() -> int:
     return proc.pid
 
 
-class DashApp(App):
+class DashApp(RunNavigation):
     """Hosts one DashboardScreen, as ``ZeroTuiApp(attach=paths)`` does."""
 
     def __init__(self, paths: RunPaths, clock: Any = None, live: bool = True) -> None:
@@ -70,9 +70,6 @@ async def loaded(pilot, timeout: float = 10.0) -> DashboardScreen:
         await pilot.pause(0.05)
         screen = pilot.app.screen
         if isinstance(screen, DashboardScreen) and screen.history is not None:
-            started = screen.history.started is not None
-            if started and screen.estimate_state != "done":
-                continue  # the memory estimate (a reference line) is still being computed
             if not any(c.dirty and c._shown() for c in screen.charts):
                 await pilot.pause(0.05)
                 return screen

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from dashboard_helpers import (DashApp, control_lines, last_t, loaded, log_text, make_run, pilot_test,
                                text_of, utc, wait_for)  # noqa: F401 (utc: fixture)
-from zerotui.core.events import EventWriter
-from zerotui.tui.screens.confirm import ConfirmScreen
-from zerotui.tui.widgets.charts import ZOOMS
-from zerotui.tui.widgets.loss_chart import LossChart
+from zerotui.core.events.stream import EventWriter
+from zerotui.tui.common.confirm import ConfirmScreen
+from zerotui.tui.dashboard.charts import ZOOMS
+from zerotui.tui.dashboard.loss_chart import LossChart
 
 WIDE = (160, 48)
 NARROW = (80, 24)

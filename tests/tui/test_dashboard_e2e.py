@@ -12,13 +12,11 @@ from pathlib import Path
 import pytest
 
 from dashboard_helpers import pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
-from zerotui.core.events import read_all
-from zerotui.core.runs import pid_alive, read_status, run_state
-from zerotui.tui.screens.confirm import ConfirmScreen
-from zerotui.tui.screens.dashboard import DashboardScreen
+from zerotui.core.events.stream import read_all
+from zerotui.core.run.folder import pid_alive, read_status, run_state
+from zerotui.tui.common.confirm import ConfirmScreen
+from zerotui.tui.dashboard.screen import DashboardScreen
 
-engine = pytest.importorskip("zerotui.core.engine", reason="core/engine.py is not in the tree yet")
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
@@ -36,9 +34,9 @@ async def _dashboard(pilot, timeout: float = 60.0) -> DashboardScreen:
 
 @pilot_test
 async def test_launch_watch_detach_attach_and_stop(private_tmp):
-    from zerotui.core.hardware import detect
-    from zerotui.core.launch import start_run
-    from zerotui.core.presets import load_preset
+    from zerotui.core.hardware.detect import detect
+    from zerotui.core.run.start import start_run
+    from zerotui.core.plan.presets import load_preset
     from zerotui.tui.app import ZeroTuiApp
 
     plan = load_preset("tiny-cpu-demo").with_changes(name="e2e", max_steps=20000, log_interval=5,

@@ -8,9 +8,9 @@ from textual.app import App
 from textual.widgets import DataTable
 
 from dashboard_helpers import last_t, make_run, pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
-from zerotui.tui.screens.confirm import ConfirmScreen
-from zerotui.tui.screens.dashboard import DashboardScreen
-from zerotui.tui.screens.runs import RunsScreen
+from zerotui.tui.common.confirm import ConfirmScreen
+from zerotui.tui.dashboard.screen import DashboardScreen
+from zerotui.tui.dashboard.runs import RunsScreen
 
 
 class RunsApp(App):

@@ -14,10 +14,8 @@ import pytest
 from snapshot_helpers import steady_frame
 from wizard_helpers import settle
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
+from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
 
-pytest.importorskip("zerotui.core.memory", reason="core/memory.py (issue 3) is not in the tree yet")
-pytest.importorskip("zerotui.core.models", reason="core/models.py (issue 3) is not in the tree yet")
 
 NO_OFFLOAD = "no-offload"  # not a key: applies the preset without offload (stage 2)
 
@@ -50,7 +48,7 @@ def _fixed_world(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     monkeypatch.setattr("sys.executable", "python")
     monkeypatch.chdir("/")  # the export dialog proposes a folder under the working directory
-    monkeypatch.setattr("zerotui.tui.screens.precision._cpu_has_fp16", lambda cpuinfo=None: False)
+    monkeypatch.setattr("zerotui.tui.wizard.precision._cpu_has_fp16", lambda cpuinfo=None: False)
 
 
 @pytest.mark.parametrize("size", list(SIZES))

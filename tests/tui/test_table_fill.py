@@ -8,7 +8,7 @@ from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
 from dashboard_helpers import pilot_test
-from zerotui.tui.widgets.table_fill import fill_table
+from zerotui.tui.common.table_fill import fill_table
 
 COLUMNS = ("instruction", "input", "output")
 ROWS = [("What does zerotui fit do?", "", "It lists the plans that fit this machine, fastest first."),

@@ -7,11 +7,10 @@ from textual.widgets import Button, Static
 
 from wizard_helpers import choose, fill, jump, pilot_test, settle, step
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
-from zerotui.tui.widgets.budget_bar import BudgetBar, BudgetRow, format_bytes
+from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
+from zerotui.tui.wizard.budget_bar import BudgetBar, BudgetRow, format_bytes
+from zerotui.core.estimate import budget as memory
 
-memory = pytest.importorskip("zerotui.core.memory", reason="core/memory.py (issue 3) is not in the tree yet")
-models = pytest.importorskip("zerotui.core.models", reason="core/models.py (issue 3) is not in the tree yet")
 
 SIZE = (120, 40)
 
@@ -22,7 +21,7 @@ def _isolated(tmp_path, monkeypatch):
     monkeypatch.setenv("ZEROTUI_PRESETS_DIR", str(tmp_path / "presets"))
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf"))
     # The CPU's fp16 support decides a disabled choice; pin it so the test means the same everywhere.
-    monkeypatch.setattr("zerotui.tui.screens.precision._cpu_has_fp16", lambda cpuinfo=None: False)
+    monkeypatch.setattr("zerotui.tui.wizard.precision._cpu_has_fp16", lambda cpuinfo=None: False)
 
 
 def bar(app) -> dict[str, BudgetRow]:
@@ -76,12 +75,12 @@ async def test_tiny_cpu_demo_from_hardware_to_review_by_keyboard(tmp_path):
         assert not app.screen.query_one("#launch", Button).disabled
         assert "Ready to launch" in shown(app, "#launch-status")
         assert '"train_micro_batch_size_per_gpu": 2' in shown(app, "#review-config")
-        assert "zerotui.core.worker" in shown(app, "#review-command")
+        assert "zerotui.core.run.worker" in shown(app, "#review-command")
 
 
 @pilot_test
 async def test_7b_zero3_offload_on_24gb_by_keyboard_matches_the_preset():
-    from zerotui.core.presets import load_preset
+    from zerotui.core.plan.presets import load_preset
 
     hw = workstation_24gb()
     app = ZeroTuiApp(hardware=hw)
@@ -90,7 +89,7 @@ async def test_7b_zero3_offload_on_24gb_by_keyboard_matches_the_preset():
         await pilot.press("n")
         await settle(pilot)
         await fill(pilot, "model", "llama-2-7b")
-        assert "6,738,415,616" in shown(app, "#model-info")  # MEMORY_MODEL.md's exact count
+        assert "6,738,415,616" in shown(app, "#model-info")  # the published count (docs/estimator.md)
         await pilot.press("ctrl+n")
         await settle(pilot)
         await fill(pilot, "micro_batch", "2")
@@ -187,7 +186,7 @@ async def test_offload_and_batch_move_the_bar_the_expected_way():
 
 @pilot_test
 async def test_stage_moves_the_gpu_bar_down_on_several_gpus():
-    from zerotui.core.hardware import stated_hardware
+    from zerotui.core.hardware.detect import stated_hardware
 
     hw = stated_hardware(gpu_mem="80GiB", gpus=8, ram="1TiB", base=workstation_24gb())
     app = ZeroTuiApp(hardware=hw)

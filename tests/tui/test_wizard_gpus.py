@@ -7,10 +7,10 @@ from textual.widgets import Static
 
 from wizard_helpers import choose, fill, jump, pilot_test, settle
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
-from zerotui.tui.widgets.budget_bar import BudgetBar, BudgetRow
+from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
+from zerotui.tui.wizard.budget_bar import BudgetBar, BudgetRow
+from zerotui.core.estimate import budget as memory
 
-memory = pytest.importorskip("zerotui.core.memory", reason="core/memory.py is not in the tree yet")
 
 SIZE = (120, 40)
 
@@ -43,7 +43,7 @@ async def zero_step(pilot, model: str) -> None:
 
 @pilot_test
 async def test_gpu_count_and_indices_set_the_world_size_and_the_per_gpu_budget():
-    from zerotui.core.hardware import stated_hardware
+    from zerotui.core.hardware.detect import stated_hardware
 
     hw = stated_hardware(gpu_mem="80GiB", gpus=8, ram="1TiB", base=workstation_24gb())
     app = ZeroTuiApp(hardware=hw)

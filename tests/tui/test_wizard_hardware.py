@@ -7,9 +7,9 @@ import time
 from textual.widgets import OptionList, Static
 
 from wizard_helpers import pilot_test, settle, step
-from zerotui.core.runs import new_run_dir, write_status
+from zerotui.core.run.folder import new_run_dir, write_status
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
+from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
 
 
 def _texts(app, selector: str) -> str:
@@ -30,7 +30,7 @@ async def test_hardware_screen_shows_the_machine_and_its_limits_in_words():
 
 @pilot_test
 async def test_detection_runs_in_a_worker_when_no_hardware_is_given(monkeypatch):
-    monkeypatch.setattr("zerotui.core.hardware.detect", lambda probe_disks=True: workstation_24gb())
+    monkeypatch.setattr("zerotui.core.hardware.detect.detect", lambda probe_disks=True: workstation_24gb())
     app = ZeroTuiApp()
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)

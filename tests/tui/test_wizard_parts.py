@@ -7,14 +7,14 @@ import json
 import pytest
 
 from zerotui.core.errors import DataError
-from zerotui.core.hardware_types import GpuInfo
-from zerotui.core.plan import Plan
-from zerotui.tui.data_preview import preview
-from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
-from zerotui.tui.model_sources import cached_models
-from zerotui.tui.plan_words import plan_in_words
-from zerotui.tui.screens.hardware import hardware_warnings
-from zerotui.tui.screens.precision import precision_choices
+from zerotui.core.hardware.types import GpuInfo
+from zerotui.core.plan.schema import Plan
+from zerotui.tui.wizard.data_preview import preview
+from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
+from zerotui.tui.wizard.model_sources import cached_models
+from zerotui.tui.wizard.plan_words import plan_in_words
+from zerotui.tui.wizard.hardware import hardware_warnings
+from zerotui.tui.wizard.precision import precision_choices
 
 GIB = 1 << 30
 
@@ -71,7 +71,7 @@ def test_preview_reads_the_first_rows_and_detects_the_format(tmp_path):
     odd = tmp_path / "odd.jsonl"
     odd.write_text('{"foo": 1}\n')
     p = preview(str(odd))
-    assert p.format == "unknown" and "cannot tell the format" in p.note   # core.prompts' own message
+    assert p.format == "unknown" and "cannot tell the format" in p.note   # core.data.prompts' own message
 
 
 def test_hf_cache_models_are_listed_by_hub_id(tmp_path):

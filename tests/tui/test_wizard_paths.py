@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from wizard_helpers import choose, jump, pilot_test, settle, step
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import workstation_24gb
+from zerotui.tui.wizard.demo_hardware import workstation_24gb
 
-pytest.importorskip("zerotui.core.memory", reason="core/memory.py (issue 3) is not in the tree yet")
 
 
 @pilot_test

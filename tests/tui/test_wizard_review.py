@@ -8,11 +8,10 @@ import pytest
 from textual.widgets import Button, Input
 
 from wizard_helpers import pilot_test, settle, step
-from zerotui.core.presets import load_preset
+from zerotui.core.plan.presets import load_preset
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import cpu_only, workstation_24gb
+from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
 
-pytest.importorskip("zerotui.core.memory", reason="core/memory.py (issue 3) is not in the tree yet")
 
 PRESET = "llama7b-24gb-zero3-cpu"
 
@@ -39,7 +38,7 @@ async def test_copy_config_and_command():
         config = json.loads(app.clipboard)
         assert config["zero_optimization"]["stage"] == 3 and config["train_batch_size"] == 16
         await pilot.press("y")
-        assert "-m zerotui.core.worker" in app.clipboard and "llama7b-24gb-zero3-cpu" in app.clipboard
+        assert "-m zerotui.core.run.worker" in app.clipboard and "llama7b-24gb-zero3-cpu" in app.clipboard
 
 
 @pilot_test

@@ -9,14 +9,21 @@ import sys
 
 from wizard_helpers import pilot_test
 from zerotui.tui.app import ZeroTuiApp
-from zerotui.tui.demo_hardware import workstation_24gb
+from zerotui.tui.wizard.demo_hardware import workstation_24gb
 
 HEAVY = ("torch", "deepspeed", "transformers", "peft", "datasets", "pandas", "pyarrow")
 
 PROBE = """
 import json, sys
 import zerotui.tui.launch, zerotui.tui.app
-from zerotui.tui.screens import hardware, model, data_method, precision, zero_offload, review, fit, help
+from zerotui.tui.wizard import hardware
+from zerotui.tui.wizard import model
+from zerotui.tui.wizard import data_method
+from zerotui.tui.wizard import precision
+from zerotui.tui.wizard import zero_offload
+from zerotui.tui.wizard import review
+from zerotui.tui.wizard import fit
+from zerotui.tui.common import help
 print(json.dumps(sorted(m for m in {heavy!r} if m in sys.modules)))
 """
 

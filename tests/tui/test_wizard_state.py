@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from zerotui.core.errors import PlanError
-from zerotui.core.plan import Plan
-from zerotui.tui.wizard_state import WizardState, parse_field
+from zerotui.core.plan.schema import Plan
+from zerotui.tui.wizard.state import WizardState, parse_field
 
 
 def test_text_becomes_the_field_type():

@@ -7,7 +7,7 @@ from typing import Any
 
 from textual.widgets import Input, RadioSet
 
-from zerotui.tui.widgets.field_help import Choice, control_id
+from zerotui.tui.wizard.field_help import Choice, control_id
 
 
 async def settle(pilot) -> None:

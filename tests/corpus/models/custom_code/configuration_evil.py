@@ -1,5 +1,5 @@
 # A model repository's own code. zerotui must never import this unless the user opts in with
-# --trust-remote-code: importing it leaves a marker file, which tests/test_security.py looks for.
+# --trust-remote-code: importing it leaves a marker file, which tests/unit/test_security.py looks for.
 import os
 from pathlib import Path
 

@@ -1,0 +1,142 @@
+"""estimate(plan, hardware) -> Budget: peak GPU memory per GPU, host RAM per node and NVMe bytes.
+
+Model states follow DeepSpeed 0.19.8's allocations as measured on an H200
+(benchmarks/results/estimator-*.json):
+
+    stage 0      p·Ψ weights + 4Ψt fp32 master + 8Ψt Adam; p·Ψt gradients; step +8Ψt
+    stage 1/2    p·Ψ weights + 12Ψt/N; gradients p·Ψt (stage 1) or p·Ψt/N (stage 2); step +6Ψt/N
+    stage 3      p·Ψ/N weights + p·Ψt/N gradient partition + 12Ψt/N; step +6·min(sub_group, Ψt/N)
+    offload      the fp32 master, Adam moments and fp32 gradients move to (pinned) host memory;
+                 PyTorch's pinned allocator rounds each buffer up to a power of two, which is counted.
+
+One module per component: ``job`` (the derived quantities), ``gpu`` (model states and the step's peak),
+``activations`` (what autograd keeps), ``host`` (host RAM and NVMe). Symbols as in docs/estimator.md: Ψ
+parameters, Ψt trainable, N GPUs in all, p bytes of the 16-bit type.
+Pure and fast (well under 5 ms): the wizard calls it on every keystroke.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from zerotui.core.estimate import calibration as cal
+from zerotui.core.estimate import gpu, host
+from zerotui.core.estimate.ds_estimators import deepspeed_estimate
+from zerotui.core.estimate.job import Job, job_for
+from zerotui.core.hardware.types import Hardware
+from zerotui.core.model.spec import ModelSpec, spec_for_plan
+from zerotui.core.sizes import format_bytes
+
+
+@dataclass
+class Budget:
+    gpu_bytes: int                 # what must fit in one GPU: predicted peak reserved + CUDA context
+    gpu_allocated_bytes: int       # predicted peak of torch.cuda.max_memory_allocated() while training
+    cpu_bytes: int                 # peak host RAM of one node (all its ranks)
+    nvme_bytes: int                # bytes written to the NVMe path (all ranks of a node)
+    gpu_capacity: int
+    cpu_capacity: int
+    nvme_capacity: int
+    fits: bool
+    breakdown: dict[str, dict[str, int]]
+    warnings: list[str] = field(default_factory=list)
+    peak_phase: str = ""
+    host_phase: str = ""
+    world_size: int = 1
+    params_total: int = 0
+    params_trainable: int = 0
+    deepspeed_estimate: Optional[dict[str, Any]] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "gpu_bytes": self.gpu_bytes, "gpu_allocated_bytes": self.gpu_allocated_bytes,
+            "cpu_bytes": self.cpu_bytes, "nvme_bytes": self.nvme_bytes, "fits": self.fits,
+            "gpu_capacity": self.gpu_capacity, "cpu_capacity": self.cpu_capacity,
+            "nvme_capacity": self.nvme_capacity, "peak_phase": self.peak_phase, "host_phase": self.host_phase,
+            "world_size": self.world_size,
+            "params_total": self.params_total, "params_trainable": self.params_trainable,
+            "breakdown": self.breakdown, "warnings": list(self.warnings),
+            "deepspeed_estimate": self.deepspeed_estimate,
+        }
+
+    def summary(self, separator: str = ", ") -> str:
+        """'GPU 30.2 GiB of 23.6 GiB per GPU (too much), host RAM 80.0 GiB of 251.5 GiB': what needs what
+        it has, the parts that do not fit first."""
+        parts = []
+        for label, need, cap in (("GPU", self.gpu_bytes, self.gpu_capacity),
+                                 ("host RAM", self.cpu_bytes, self.cpu_capacity),
+                                 ("NVMe", self.nvme_bytes, self.nvme_capacity)):
+            if not need and not cap:
+                continue
+            text = f"{label} {format_bytes(need)}" + (f" of {format_bytes(cap)}" if cap else "")
+            text += " per GPU" if label == "GPU" else ""
+            over = bool(cap) and need > cap
+            parts.append((0 if over else 1, text + (" (too much)" if over else "")))
+        return separator.join(t for _, t in sorted(parts, key=lambda p: p[0])) or "no capacity known"
+
+
+def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec] = None) -> Budget:
+    """The memory budget of ``plan`` on ``hardware`` (stated or detected). Raises ModelError for an
+    unknown model or a LoRA target the model lacks."""
+    spec = spec if spec is not None else spec_for_plan(plan)
+    hw = hardware if hardware is not None else Hardware()
+    job = job_for(plan, spec, hw)
+    peak = gpu.peak(job, gpu.model_states(job))
+    off = host.offloaded(job)
+    if job.on_gpu:
+        host_phase, cpu_parts = host.host_peak(job, off)
+    else:
+        host_phase, cpu_parts = host.host_peak(job, off)[0], host.cpu_only(peak.parts, off)
+    nvme = host.nvme(job)
+    breakdown = {
+        "gpu": {k: int(v) for k, v in peak.parts.items() if v} if job.on_gpu else {},
+        "cpu": {k: int(v * job.n_local) for k, v in cpu_parts.items() if v},
+        "nvme": {k: int(v) for k, v in nvme.items() if v},
+    }
+    if job.on_gpu:
+        breakdown["gpu"]["fragmentation margin"] = int(peak.margin)
+        breakdown["gpu"]["CUDA context"] = cal.CUDA_CONTEXT_BYTES
+    gpu_bytes = int(peak.allocated + peak.margin + cal.CUDA_CONTEXT_BYTES) if job.on_gpu else 0
+    cpu_total = int(sum(cpu_parts.values()) * job.n_local)
+    nvme_total = int(sum(nvme.values()))
+    gpu_cap = hw.gpu_total_bytes if job.on_gpu else 0
+    cpu_cap = int(hw.ram_total_bytes or 0)
+    nvme_cap = _nvme_capacity(plan, hw) if plan.uses_nvme() else 0
+    fits = (not job.on_gpu or gpu_bytes <= gpu_cap) and (not cpu_cap or cpu_total <= cpu_cap) and \
+        (nvme_total == 0 or nvme_total <= nvme_cap)
+    return Budget(
+        gpu_bytes=gpu_bytes, gpu_allocated_bytes=int(peak.allocated) if job.on_gpu else 0, cpu_bytes=cpu_total,
+        nvme_bytes=nvme_total, gpu_capacity=int(gpu_cap), cpu_capacity=cpu_cap, nvme_capacity=int(nvme_cap),
+        fits=bool(fits), breakdown=breakdown, warnings=_warnings(job, cpu_total, cpu_cap),
+        peak_phase=peak.phase, host_phase=host_phase, world_size=job.N,
+        params_total=int(job.psi), params_trainable=int(job.psit),
+        deepspeed_estimate=deepspeed_estimate(plan, spec, int(job.psi), job.n_local))
+
+
+def _warnings(job: Job, cpu_total: int, cpu_cap: int) -> list[str]:
+    out = []
+    if not job.on_gpu:
+        out.append("no GPU: training runs on the CPU, so its memory counts as host RAM")
+    free = job.hw.ram_available_bytes
+    if cpu_cap and free and cpu_total > free and cpu_total <= cpu_cap:
+        out.append("host RAM needed is more than is free now; other programs may have to close")
+    if not job.spec.calibrated:
+        out.append(f"activation memory for '{job.spec.arch}' models is extrapolated from the Llama family")
+    if job.plan.uses_nvme():
+        out.append("NVMe offload figures follow DeepSpeed's buffer rules; they were not measured")
+    if job.N > 1:
+        out.append("per-GPU shares for several GPUs follow DeepSpeed's partitioning; measured on one GPU")
+    return out
+
+
+def _nvme_capacity(plan, hw: Hardware) -> int:
+    """Free bytes where the NVMe offload will write: the disk holding nvme_path, else the largest NVMe."""
+    if plan.nvme_path is not None:
+        path = str(plan.nvme_path)
+        best = None
+        for d in hw.disks:
+            if d.mountpoint and path.startswith(d.mountpoint) and (best is None or len(d.mountpoint) > len(best.mountpoint)):
+                best = d
+        if best is not None:
+            return int(best.free_bytes)
+    return max((int(d.free_bytes) for d in hw.nvme_disks or []), default=0)

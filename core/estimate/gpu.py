@@ -1,0 +1,126 @@
+"""GPU memory of one rank: model states (by ZeRO stage and offload), then the step's peak moment.
+
+The peak is the largest of the moments a training step goes through, each a sum of named parts:
+
+    forward    model states + gradients kept from earlier micro-batches + activations + logits/loss
+    backward   the same with the loss's fp32 gradients (the usual peak)
+    grads      a stage-0/1/2 gradient buffer appearing while every activation is still held
+    recompute  (checkpointing) one layer rebuilt with its gradients, late in backward
+    step       model states + gradients + the optimizer step's fp32 gradient copy
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zerotui.core.estimate import calibration as cal
+from zerotui.core.estimate.activations import logits_bytes, model_bytes_per_token, recompute_bytes_per_token
+from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
+
+
+@dataclass
+class ModelStates:
+    parts: dict[str, float] = field(default_factory=dict)
+    grads: float = 0.0           # gradient storage while backward runs (freed by the step), 0 if in parts
+    grads_early: bool = False    # allocated at the first reduced bucket: present while activations are
+    step_transient: float = 0.0  # the optimizer step's fp32 gradient copy
+
+
+@dataclass
+class GpuPeak:
+    parts: dict[str, float]      # model states + the peak moment's terms
+    allocated: float             # their sum: torch.cuda.max_memory_allocated()
+    margin: float                # reserved beyond allocated (fragmentation)
+    phase: str                   # which moment is the peak
+
+
+def model_states(job: Job) -> ModelStates:
+    """What DeepSpeed 0.19.8 allocates for weights, gradients and the optimizer on one GPU
+    (deepspeed/runtime/zero/stage_1_and_2.py, stage3.py, fp16/fused_optimizer.py)."""
+    if job.stage == 0:
+        return _stage0(job)
+    if job.stage in (1, 2):
+        return _stage12(job)
+    return _stage3(job)
+
+
+def _fp16_master(job: Job) -> bool:
+    return job.p < 4  # fp32 training keeps a separate fp32 master copy too, measured 8 bytes/param
+
+
+def _stage0(job: Job) -> ModelStates:
+    p, psi, psit = job.p, job.psi, job.psit
+    m = _fp16_master(job)
+    return ModelStates({"weights": p * psi, "fp32 master": 4 * psit if m else 0, "optimizer states": 8 * psit},
+                       grads=p * psit, step_transient=8 * psit if m else 0)
+
+
+def _stage12(job: Job) -> ModelStates:
+    p, psi, psit, N, b = job.p, job.psi, job.psit, job.N, job.buckets
+    buckets = (2 if job.plan.overlap_comm else 1) * p * b["reduce_bucket_size"]
+    if job.oo != "none":
+        return ModelStates({"weights": p * psi,
+                            "offload gradient staging": p * largest_trainable(job) + cal.OFFLOAD_GPU_EXTRA_BYTES,
+                            "communication buckets": buckets})
+    return ModelStates({"weights": p * psi, "fp32 master": 4 * psit / N, "optimizer states": 8 * psit / N,
+                        "communication buckets": buckets},
+                       grads=p * psit if job.stage == 1 else p * psit / N, grads_early=job.stage == 2,
+                       step_transient=(6 if p < 4 else 4) * psit / N)
+
+
+def _stage3(job: Job) -> ModelStates:
+    p, psi, psit, N, b = job.p, job.psi, job.psit, job.N, job.buckets
+    persistent = persistent_params(job.spec, b["stage3_param_persistence_threshold"])
+    g: dict[str, float] = {}
+    out = ModelStates(g)
+    g["weights"] = p * psi / N + p * persistent * (1 - 1 / N) if job.op == "none" else p * persistent
+    if job.oo == "none":
+        g["gradients (partition)"] = p * psit / N
+        g["fp32 master"] = 4 * psit / N
+        g["optimizer states"] = 8 * psit / N
+        out.step_transient = (6 if p < 4 else 4) * min(b["sub_group_size"], psit / N)
+    else:
+        g["offload gradient staging"] = cal.OFFLOAD_GPU_EXTRA_BYTES
+    g["communication buckets"] = p * b["reduce_bucket_size"]
+    gathered = min(b["stage3_max_live_parameters"], psi)
+    if job.op != "none":
+        g["stage-3 working set"] = p * gathered
+    elif N > 1:
+        g["stage-3 working set"] = p * gathered * (1 - 1 / N)
+    return out
+
+
+def peak(job: Job, states: ModelStates) -> GpuPeak:
+    """Model states plus the largest moment of a step (activations, logits, gradients, transients)."""
+    plan, spec, p = job.plan, job.spec, job.p
+    tokens = plan.micro_batch * plan.seq_len
+    attention = "sdpa" if plan.attention == "flash" else plan.attention
+    zero3_linear = job.stage == 3  # its linear keeps every input, frozen or not (activations.py)
+    saved = tokens * model_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, plan.grad_ckpt, zero3_linear)
+    lg = logits_bytes(tokens, spec.vocab_size, p)
+    grads, step_transient = states.grads, states.step_transient
+    grads_prev = grads if plan.grad_accum > 1 else 0.0
+    phases: dict[str, dict[str, float]] = {
+        "forward": {"gradients": grads_prev, "activations": saved, "logits/loss": lg["forward_peak"]},
+        "backward": {"gradients": grads_prev, "activations": saved, "logits/loss": lg["backward_peak"]},
+        "step": {"gradients": grads, "optimizer step (fp32 gradients)": step_transient},
+    }
+    if grads:
+        phases["grads"] = {"gradients": grads, "activations": saved, "logits/loss": lg["grad_logits"]}
+    if plan.grad_ckpt:
+        phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
+                               "activations (recomputed layer)":
+                                   tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora,
+                                                                    zero3_linear)}
+    phase = max(phases, key=lambda k: sum(phases[k].values()))
+    g = dict(states.parts)
+    for name, v in phases[phase].items():
+        if v:
+            g[name] = g.get(name, 0) + v
+    allocated = sum(g.values())
+    if job.stage == 0:
+        first_step = cal.FRAGMENTATION_STAGE0_STEP_SHARE * step_transient
+    else:
+        first_step = cal.FRAGMENTATION_FIRST_STEP_SHARE * (g.get("optimizer states", 0) + step_transient)
+    margin = max(cal.FRAGMENTATION_FRACTION * allocated, cal.FRAGMENTATION_LOGITS_SHARE * lg["backward_peak"],
+                 first_step, cal.FRAGMENTATION_MIN_BYTES)
+    return GpuPeak(g, allocated, margin, phase)

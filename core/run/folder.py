@@ -1,0 +1,258 @@
+"""Run directories: where they live, what is in them, and how clients talk to the worker.
+
+Layout (the contract other tools rely on; docs/architecture.md)::
+
+    runs/<YYYYmmdd-HHMMSS>-<name>/
+      plan.yaml  ds_config.json  hardware.json  events.jsonl  control.jsonl  status.json  worker.log
+      checkpoints/  final/
+
+``status.json`` is rewritten atomically by the worker (heartbeat); ``control.jsonl`` is appended by any
+client and read by the worker; ``events.jsonl`` is appended by the worker and read by everyone.
+"""
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from zerotui.core.atomic import atomic_write_json
+from zerotui.core.errors import RunError
+from zerotui.core.paths import default_runs_dir
+
+CONTROL_COMMANDS = ("stop", "stop-now", "pause", "resume", "checkpoint")
+#: A live worker rewrites status.json at least this often; older than 3× this means it is gone.
+HEARTBEAT_S = 2.0
+LOST_AFTER_S = 30.0
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    root: Path
+
+    @property
+    def plan(self) -> Path: return self.root / "plan.yaml"
+    @property
+    def ds_config(self) -> Path: return self.root / "ds_config.json"
+    @property
+    def hardware(self) -> Path: return self.root / "hardware.json"
+    @property
+    def estimate(self) -> Path: return self.root / "estimate.json"
+    @property
+    def events(self) -> Path: return self.root / "events.jsonl"
+    @property
+    def control(self) -> Path: return self.root / "control.jsonl"
+    @property
+    def status(self) -> Path: return self.root / "status.json"
+    @property
+    def log(self) -> Path: return self.root / "worker.log"
+    @property
+    def checkpoints(self) -> Path: return self.root / "checkpoints"
+    @property
+    def final(self) -> Path: return self.root / "final"
+    @property
+    def name(self) -> str: return self.root.name
+
+
+def new_run_dir(runs_dir: Path, name: str, now: Optional[float] = None) -> RunPaths:
+    """Create ``runs_dir/<YYYYmmdd-HHMMSS>-<name>`` (suffixing -2, -3 ... if taken in the same second)."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise RunError(f"cannot create the runs folder {runs_dir}: {err.strerror}",
+                       "choose another location with --runs-dir or ZEROTUI_RUNS_DIR") from None
+    for i in range(1, 1000):
+        root = runs_dir / (f"{stamp}-{name}" if i == 1 else f"{stamp}-{name}-{i}")
+        try:
+            root.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise RunError(f"cannot create run folder {root}: {err.strerror}",
+                           "check free space and permissions of the runs folder") from None
+        (root / "checkpoints").mkdir()
+        return RunPaths(root)
+    raise RunError(f"too many runs named {name!r} in one second", "use a different run name")
+
+
+# -- status ---------------------------------------------------------------------------------------
+
+def write_status(paths: RunPaths, **status: Any) -> None:
+    status.setdefault("heartbeat", time.time())
+    atomic_write_json(paths.status, status, fsync=False)
+
+
+def read_status(paths: RunPaths) -> dict[str, Any]:
+    """The last status the worker wrote, or {} when there is none (not started, or unreadable)."""
+    try:
+        data = json.loads(paths.status.read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError, OSError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def pid_alive(pid: Any) -> bool:
+    try:
+        pid = int(pid)
+        if pid <= 0:
+            return False
+        os.kill(pid, 0)
+    except (TypeError, ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True  # exists, owned by someone else
+    # A zombie (exited, not yet reaped by its parent) still answers kill(0): look closer on Linux.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def run_state(paths: RunPaths, now: Optional[float] = None) -> str:
+    """One of: starting, running, paused, stopping, completed, stopped, failed, lost.
+
+    'lost' means the worker is gone without writing a final state (killed, machine rebooted).
+    """
+    st = read_status(paths)
+    state = st.get("state")
+    if state in ("completed", "stopped", "failed"):
+        return state
+    if not st:
+        return "lost" if paths.events.exists() and _age(paths.root, now) > LOST_AFTER_S else "starting"
+    pids = st.get("pids") or ([st["pid"]] if st.get("pid") else [])
+    alive = any(pid_alive(p) for p in pids) if pids else True
+    beat = float(st.get("heartbeat") or 0)
+    if not alive or ((now or time.time()) - beat) > LOST_AFTER_S:
+        return "lost"
+    return state or "running"
+
+
+def _age(root: Path, now: Optional[float]) -> float:
+    try:
+        return (now or time.time()) - root.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+# -- control --------------------------------------------------------------------------------------
+
+def send_control(paths: RunPaths, command: str, **args: Any) -> dict[str, Any]:
+    """Append one command to control.jsonl; the worker acknowledges it with a ``control_ack`` event."""
+    if command not in CONTROL_COMMANDS:
+        raise RunError(f"unknown control command {command!r}", f"use one of: {', '.join(CONTROL_COMMANDS)}")
+    if not paths.root.is_dir():
+        raise RunError(f"no run folder at {paths.root}", "`zerotui runs` lists the runs")
+    entry = {"t": time.time(), "id": f"{os.getpid()}-{time.monotonic_ns()}", "command": command, **args}
+    line = json.dumps(entry) + "\n"
+    # O_APPEND makes each single write() land whole at the end, even with several writers. O_NOFOLLOW and
+    # the regular-file check: commands go only into the run folder's own file, never through a symlink
+    # to some other file (which the worker would not read anyway, see read_control).
+    try:
+        fd = os.open(paths.control, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o666)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENXIO):  # a symlink; a FIFO nobody reads
+            raise RunError(f"{paths.control} is not a plain file; control commands are only written to the "
+                           "run folder's own control.jsonl", "remove it and send the command again") from None
+        raise RunError(f"cannot write {paths.control} ({err.strerror})",
+                       "check the run folder's permissions and free space") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RunError(f"{paths.control} is not a plain file; control commands are only written to the run "
+                       "folder's own control.jsonl", "remove it and send the command again")
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+    return entry
+
+
+def read_control(paths: RunPaths, offset: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """Commands appended after ``offset`` and the new offset; malformed or unknown lines are skipped."""
+    try:
+        # Only the run folder's own regular file is obeyed: a symlink (ELOOP with O_NOFOLLOW) or a FIFO
+        # (which would block this read, and the worker's heartbeat with it) reads as "no commands".
+        fd = os.open(paths.control, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:  # missing, a symlink, unreadable
+        return [], offset
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+            return [], offset
+        fh.seek(offset)
+        chunk = fh.read()
+    end = chunk.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    commands = []
+    for raw in chunk[: end + 1].splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(entry, dict) and entry.get("command") in CONTROL_COMMANDS:
+            commands.append(entry)
+    return commands, offset + end + 1
+
+
+# -- listing --------------------------------------------------------------------------------------
+
+@dataclass
+class RunSummary:
+    paths: RunPaths
+    state: str
+    status: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.paths.name
+
+    @property
+    def live(self) -> bool:
+        return self.state in ("starting", "running", "paused", "stopping")
+
+
+def list_runs(runs_dir: Optional[Path] = None) -> list[RunSummary]:
+    """Every run folder under ``runs_dir``, newest first."""
+    base = runs_dir or default_runs_dir()
+    if not base.is_dir():
+        return []
+    out = []
+    for root in sorted((p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True):
+        paths = RunPaths(root)
+        if not (paths.plan.exists() or paths.events.exists()):
+            continue
+        out.append(RunSummary(paths, run_state(paths), read_status(paths)))
+    return out
+
+
+def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_live: bool = True) -> RunPaths:
+    """A run by folder path, folder name, or unique name fragment; None picks the newest (live first)."""
+    base = runs_dir or default_runs_dir()
+    if name:
+        p = Path(name).expanduser()
+        if p.is_dir() and ((p / "plan.yaml").exists() or (p / "events.jsonl").exists()):
+            return RunPaths(p)
+        runs = list_runs(base)
+        exact = [r for r in runs if r.name == name]
+        if exact:
+            return exact[0].paths
+        partial = [r for r in runs if name in r.name]
+        if len(partial) == 1:
+            return partial[0].paths
+        if len(partial) > 1:
+            names = ", ".join(r.name for r in partial[:5])
+            raise RunError(f"{name!r} matches several runs: {names}", "give more of the run's name")
+        raise RunError(f"no run named {name!r} in {base}", "`zerotui runs` lists the runs")
+    runs = list_runs(base)
+    if not runs:
+        raise RunError(f"no runs in {base}", "start one with `zerotui train PRESET` or `zerotui`")
+    if prefer_live:
+        live = [r for r in runs if r.live]
+        if live:
+            return live[0].paths
+    return runs[0].paths

@@ -1,0 +1,87 @@
+"""One line per run for lists of runs: state, step, loss, tokens/s, when it started, how long it ran.
+
+Reads only the head and the tail of ``events.jsonl`` (a 32-hour run's file is over 100 MB; a list of
+twenty runs must still appear at once) plus ``status.json``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Optional
+
+from zerotui.core.events.stream import as_float, read_end
+from zerotui.core.run.folder import RunPaths, RunSummary
+
+#: Bytes read from each end of the events file: the first run_started sits in the first few lines
+#: (after the start-up phases); the last step and run_finished in the last few.
+HEAD_BYTES = 64 << 10
+TAIL_BYTES = 256 << 10
+
+
+@dataclass
+class RunOverview:
+    paths: RunPaths
+    state: str
+    step: Optional[int] = None
+    total_steps: Optional[int] = None
+    loss: Optional[float] = None
+    tokens_per_s: Optional[float] = None
+    started: Optional[float] = None     # first event (or the launch time from status.json)
+    last_event: Optional[float] = None
+    heartbeat: Optional[float] = None   # the worker's last status.json heartbeat
+    reason: str = ""                    # why it ended (run_finished), when it did
+
+    @property
+    def name(self) -> str:
+        return self.paths.name
+
+    @property
+    def live(self) -> bool:
+        return self.state in ("starting", "running", "paused", "stopping")
+
+    def duration_s(self, now: Optional[float] = None) -> Optional[float]:
+        if self.started is None:
+            return None
+        if self.live:
+            end = now if now is not None else time.time()
+        else:  # finished or lost: up to the last sign of life
+            end = max(x for x in (self.last_event, self.heartbeat, self.started) if x is not None)
+        return max(0.0, end - self.started)
+
+
+def overview(summary: RunSummary) -> RunOverview:
+    paths = summary.paths
+    out = RunOverview(paths, summary.state)
+    hb = as_float(summary.status.get("heartbeat"))
+    out.heartbeat = hb
+    head = [e for e in read_end(paths.events, HEAD_BYTES, tail=False) if isinstance(e, dict)]
+    for ev in head:
+        if out.started is None and isinstance(ev.get("t"), (int, float)):
+            out.started = float(ev["t"])
+        if ev.get("type") == "run_started":
+            total = ev.get("total_steps")
+            out.total_steps = int(total) if isinstance(total, (int, float)) else None
+            break
+    launched = as_float(summary.status.get("started")) or as_float(summary.status.get("launched"))
+    if launched is not None and (out.started is None or launched < out.started):
+        out.started = launched
+    tail = [e for e in read_end(paths.events, TAIL_BYTES, tail=True) if isinstance(e, dict)]
+    for ev in reversed(tail):
+        t = ev.get("t")
+        if out.last_event is None and isinstance(t, (int, float)):
+            out.last_event = float(t)
+        type_ = ev.get("type")
+        if type_ == "run_finished" and not out.reason:
+            out.reason = str(ev.get("reason") or "")
+        elif type_ == "run_started" and out.total_steps is None:
+            total = ev.get("total_steps")
+            out.total_steps = int(total) if isinstance(total, (int, float)) else None
+        elif type_ == "step" and out.step is None:
+            step = as_float(ev.get("step"))
+            out.step = int(step) if step is not None else None
+            out.loss = as_float(ev.get("loss"))
+            out.tokens_per_s = as_float(ev.get("tokens_per_s"))
+    if out.step is None:
+        step = summary.status.get("step")
+        out.step = step if isinstance(step, int) else None
+    return out

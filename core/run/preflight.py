@@ -1,0 +1,46 @@
+"""Refusing, before anything is written, what would fail minutes later on the GPU box.
+
+``preflight`` checks the GPU choice against this machine, that the NVMe folder can be written, and that
+the memory estimate fits (unless forced); it returns the Budget, which the launch records with the run.
+The plan's local inputs (data file, model folder) are checked by ``input_check``.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from zerotui.core.errors import HardwareError
+from zerotui.core.estimate.budget import Budget, estimate
+from zerotui.core.hardware.types import Hardware
+from zerotui.core.plan.schema import Plan
+from zerotui.core.run.launcher import gpu_choice_problem
+
+
+def check_writable(folder: Path, what: str, hint: str) -> None:
+    """Create ``folder`` if needed and write (then remove) a small file in it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".zerotui-probe-", dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as err:
+        raise HardwareError(f"{what} {folder} is not writable ({err.strerror or err})", hint) from None
+
+
+def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = False) -> Budget:
+    """Refuse a plan that cannot run here; returns its memory Budget. ``spec``: the model's ModelSpec
+    (looked up from the plan when None)."""
+    problem = gpu_choice_problem(plan, hardware)
+    if problem is not None:
+        raise HardwareError(problem[1], problem[2])
+    if plan.uses_nvme():
+        assert plan.nvme_path is not None  # the Plan's own validator guarantees it
+        check_writable(Path(plan.nvme_path).expanduser(), "the NVMe offload folder",
+                       "give --nvme-path a folder on a local NVMe disk that you can write to")
+    budget = estimate(plan, hardware, spec)
+    if budget.fits or force:
+        return budget
+    raise HardwareError(f"the plan does not fit this machine: {budget.summary()}",
+                        "`zerotui fit` lists plans that fit; --force launches anyway")

@@ -1,0 +1,179 @@
+"""Starting and resuming a run: checks, the run folder, and the detached supervisor and worker.
+
+``start_run`` checks the plan (``input_check``, ``preflight``), writes what the worker needs
+(``prepare.launch_files``: plan.yaml, ds_config.json, hardware.json, estimate.json) and starts the
+supervisor (``run.supervisor``) with the worker, or DeepSpeed's launcher for several processes, as its
+child, in its own session with its output appended to worker.log; then it returns at once. The run
+outlives the process that started it: a closed terminal, a dropped SSH connection or an exited TUI do
+not reach it.
+"""
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+from zerotui.core.errors import RunError
+from zerotui.core.hardware.types import Hardware
+from zerotui.core.model.spec import spec_for_plan
+from zerotui.core.paths import default_runs_dir
+from zerotui.core.plan.schema import Plan, load_plan, plan_from_dict
+from zerotui.core.run.folder import RunPaths, new_run_dir, read_status, run_state, write_status
+from zerotui.core.run.input_check import check_inputs
+from zerotui.core.run.launcher import launcher_env, worker_argv
+from zerotui.core.run.preflight import check_writable, preflight
+from zerotui.core.run.prepare import launch_files, write_launch_files
+from zerotui.core.train.checkpoint import newest_complete
+
+# Plan fields that name local files: frozen as absolute paths so that the worker (and a later resume
+# from another folder) finds the same files whatever its working directory.
+_PATH_FIELDS = ("model", "data", "model_config", "nvme_path", "hostfile")
+
+
+def _absolute_paths(plan: Plan) -> Plan:
+    data = plan.to_dict()
+    changed = False
+    for key in _PATH_FIELDS:
+        value = data.get(key)
+        if not value or not isinstance(value, str) or value.startswith("hub:"):
+            continue
+        p = Path(value).expanduser()
+        # model/data may be names ('tiny', 'sample', a hub id): only rewrite what exists here.
+        if key in ("model", "data") and not p.exists():
+            continue
+        if not p.is_absolute() or str(p) != value:
+            data[key] = str(p.resolve())
+            changed = True
+    return plan_from_dict(data, "plan") if changed else plan
+
+
+def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> tuple[list[str], dict]:
+    argv = worker_argv(plan, paths.root, hardware, python=sys.executable, resume=resume)
+    env = dict(launcher_env(plan, hardware))
+    env["PYTHONUNBUFFERED"] = "1"  # worker.log shows output as it happens, not in 8 KiB blocks
+    return argv, env
+
+
+def _spawn(argv: list[str], env: dict, paths: RunPaths) -> int:
+    """Start the worker in its own session with stdin from /dev/null and stdout+stderr → worker.log."""
+    with open(paths.log, "ab") as log, open(os.devnull, "rb") as devnull:
+        log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(argv)}\n".encode())
+        log.flush()
+        try:
+            proc = subprocess.Popen(argv, stdin=devnull, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    start_new_session=True, close_fds=True)
+        except OSError as err:
+            raise RunError(f"cannot start the worker {argv[0]}: {err.strerror or err}",
+                           "check that the Python environment zerotui runs in is intact") from None
+    # A long-lived launcher (the TUI) reaps its children, or each finished run leaves a zombie behind.
+    threading.Thread(target=proc.wait, name=f"zerotui-reap-{proc.pid}", daemon=True).start()
+    return proc.pid
+
+
+def _note_pid(paths: RunPaths, pid: int, launched: float) -> None:
+    """Record the worker's pid until its own first heartbeat replaces this status."""
+    st = read_status(paths)
+    if st.get("state") == "starting" and not st.get("pid") and st.get("launched") == launched:
+        write_status(paths, **{**st, "pid": pid, "pids": [pid], "heartbeat": time.time()})
+
+
+def _detect() -> Hardware:
+    from zerotui.core.hardware.detect import detect  # NVML and psutil: only when nobody detected yet
+
+    return detect(probe_disks=False)
+
+
+def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optional[Path] = None,
+              resume_from: Optional[RunPaths] = None, force: bool = False) -> RunPaths:
+    """Check, create the run folder, start the detached supervisor + worker; returns at once.
+
+    ``resume_from`` continues that run instead (same as ``resume_run``)."""
+    if resume_from is not None:
+        return resume_run(resume_from, hardware=hardware, force=force)
+    plan = _absolute_paths(plan_from_dict(plan.to_dict(), "plan"))
+    hardware = hardware if hardware is not None else _detect()
+    base = Path(runs_dir or plan.runs_dir or default_runs_dir()).expanduser()
+    check_writable(base, "the runs folder", "choose another with --runs-dir or ZEROTUI_RUNS_DIR")
+    # A bad data file or model folder: one clear line now, not a failed run after minutes of start-up.
+    # Here, not in each caller, so the CLI, the wizard's Launch and its command palette all get it.
+    check_inputs(plan, training=True)
+    spec = spec_for_plan(plan)  # a ModelError here is the user's to fix: let it through
+    budget = preflight(plan, hardware, spec, force=force)
+    world = plan.world_size(hardware.gpu_count)
+    launch_files(plan, world, spec, None)  # a config DeepSpeed would refuse stops here, before any folder exists
+    paths = new_run_dir(base, plan.name)
+    try:
+        write_launch_files(paths, launch_files(plan, world, spec, paths.root, hardware, budget))
+        return _launch(plan, paths, hardware, resume=False)
+    except BaseException:
+        # Nothing half-made stays behind: a run folder without a worker would list as 'lost' forever.
+        if not paths.events.exists():
+            shutil.rmtree(paths.root, ignore_errors=True)
+        raise
+
+
+def _launch(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> RunPaths:
+    argv, env = _worker_command(plan, paths, hardware, resume)
+    launched = time.time()
+    started = read_status(paths).get("started") if resume else None  # a run's start survives resumes
+    write_status(paths, state="starting", launched=launched, heartbeat=launched, resumed=resume,
+                 started=started or launched)
+    pid = _spawn(argv, env, paths)
+    _note_pid(paths, pid, launched)
+    return paths
+
+
+def last_checkpoint_step(paths: RunPaths) -> Optional[int]:
+    """The step of the newest complete checkpoint: the one a resume continues from (None: from 0)."""
+    info = newest_complete(paths.checkpoints)
+    return info.step if info is not None else None
+
+
+def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool = False) -> RunPaths:
+    """Start a worker with ``--resume`` on an existing run folder; refuses a live or completed run."""
+    if not paths.plan.exists():
+        raise RunError(f"{paths.root} is not a run folder (no plan.yaml)", "`zerotui runs` lists the runs")
+    # Two `zerotui resume` at once (two terminals, the TUI and the CLI) must not start two workers on
+    # one folder: the check below and the "starting" status written by _launch happen under one lock.
+    with open(paths.root / ".launch.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _resume_locked(paths, hardware, force)
+
+
+def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
+    state = run_state(paths)
+    st = read_status(paths)
+    if state in ("starting", "running", "paused", "stopping"):
+        pid = st.get("pid")
+        raise RunError(f"run {paths.name} is still {state}" + (f" (worker pid {pid})" if pid else ""),
+                       f"stop it first with `zerotui stop {paths.name}`, or watch it with "
+                       f"`zerotui attach {paths.name}`")
+    if state == "completed":
+        raise RunError(f"run {paths.name} completed at step {st.get('step')}; there is nothing to resume",
+                       "start a new run with `zerotui train` (e.g. with a higher --max-steps)")
+    plan = load_plan(paths.plan)
+    hardware = hardware if hardware is not None else _detect()  # it may resume on another machine
+    # The data file may have gone since the run started (docs/reliability.md); resume takes no --data.
+    check_inputs(plan, training=True,
+                 missing_data_hint=f"put the file back, or point `data:` in {paths.plan} at a copy with the same "
+                                   "rows; the run resumes on the data it started with")
+    spec = spec_for_plan(plan)
+    budget = preflight(plan, hardware, spec, force=force)
+    # The same plan on this machine: ds_config.json changes only if the number of processes did.
+    files = launch_files(plan, plan.world_size(hardware.gpu_count), spec, paths.root, hardware, budget)
+    del files["plan.yaml"]  # the frozen plan stays exactly as it was written
+    write_launch_files(paths, {n: t for n, t in files.items() if _text(paths.root / n) != t})
+    return _launch(plan, paths, hardware, resume=True)
+
+
+def _text(path: Path) -> Optional[str]:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

@@ -1,0 +1,186 @@
+"""The DeepSpeed training run: ``train(plan, paths, emit, control, hardware=None, resume=False)``.
+
+Runs in the worker's training thread (``zerotui.core.run.worker``); no UI, no signals. It prepares
+everything in an order that fails fast: the data (seconds, and the most common mistake) before the model
+(minutes on a large one), then DeepSpeed. Each stage is announced as a ``phase`` event, then
+``run_started``, and the loop itself (``loop.TrainLoop``) emits ``step`` / ``eval`` / ``checkpoint`` /
+``alert`` events.
+
+It reads the run folder and never writes into it beyond checkpoints and ``final/``: ds_config.json and
+estimate.json were written by the launch (``zerotui.core.run.start``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from typing import Any, Optional
+
+from zerotui.core.errors import HardwareError, RunError
+from zerotui.core.train.distributed import init_distributed, rank0_first, rank0_work_group
+from zerotui.core.train.emit import Emit
+from zerotui.core.train.loop import RunResult
+
+#: Minimum seconds between two progress events of one phase (tokenising a million rows).
+PHASE_EVERY_S = 0.5
+
+
+class _Phases:
+    """phase events with throttled progress (done / total)."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.last = 0.0
+
+    def start(self, name: str, total: Optional[int] = None) -> None:
+        self.name = name
+        self.last = time.monotonic()
+        self.emit("phase", name=name, done=0 if total else None, total=total)
+
+    def progress(self, done: int, total: Optional[int]) -> None:
+        now = time.monotonic()
+        if now - self.last >= PHASE_EVERY_S or (total and done >= total):
+            self.last = now
+            self.emit("phase", name=self.name, done=done, total=total)
+
+
+def read_ds_config(paths: Any, plan: Any, world: int) -> dict:
+    """ds_config.json as the launch wrote it: the worker reads it and never writes it.
+
+    A missing or unreadable file, or one made for another number of processes (DeepSpeed asserts
+    train_batch_size = micro-batch × accumulation × world size), is an error that names the file."""
+    try:
+        cfg = json.loads(paths.ds_config.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{paths.ds_config} is missing: the launch writes it before the worker starts",
+                       "start runs with `zerotui train` (or `zerotui export` for the deepspeed launcher)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise RunError(f"{paths.ds_config} cannot be read ({err})",
+                       "restore it, or start a new run with `zerotui train`") from None
+    if not isinstance(cfg, dict):
+        raise RunError(f"{paths.ds_config} is not a JSON object", "restore it, or start a new run")
+    want = plan.sequences_per_step(world)
+    if cfg.get("train_batch_size") != want:
+        raise RunError(f"{paths.ds_config} has train_batch_size {cfg.get('train_batch_size')}, but this run has "
+                       f"{world} process(es): micro-batch {plan.micro_batch} × accumulation {plan.grad_accum} × "
+                       f"{world} = {want}",
+                       "launch it with the number of processes it was made for, or export it again for this one")
+    return cfg
+
+
+def _read_json(path: Any) -> Optional[dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def total_steps_for(plan: Any, batches_per_epoch: int) -> int:
+    if plan.max_steps:
+        return int(plan.max_steps)
+    return max(1, math.floor(plan.epochs * batches_per_epoch / plan.grad_accum))
+
+
+def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
+          resume: bool = False) -> RunResult:
+    """Train ``plan`` in run folder ``paths``; see the module docstring and docs/architecture.md ("Python seams").
+
+    ``emit`` is called on every rank (see ``emit.Emit``); ``hardware``: what the launch detected (the
+    run folder's hardware.json when None)."""
+    import numpy as np
+    import torch
+
+    rank, world = init_distributed()
+    check_precision(plan)  # before minutes of loading, not deep inside deepspeed.initialize
+    phases = _Phases(emit)
+
+    def note(message: str) -> None:
+        emit("log", message=message)
+
+    random.seed(plan.seed)
+    np.random.seed(plan.seed % 2**32)
+    torch.manual_seed(plan.seed)
+
+    # -- data first: seconds, and the most common mistake --------------------------------------
+    from zerotui.core.data.prepare import prepare_data
+    from zerotui.core.model.load import load_config, load_model, load_tokenizer
+
+    phases.start("loading tokenizer")
+    tokenizer = load_tokenizer(plan)
+    phases.start("tokenising")
+    long_group = rank0_work_group(world)
+    data = rank0_first(world, rank, lambda: prepare_data(plan, tokenizer, progress=phases.progress), long_group)
+    note(data.report.summary())
+    problems = data.report.problems()
+    if problems:
+        emit("alert", kind="data", message=problems,
+             hint="fix or remove those rows; training goes on with the rest")
+
+    from zerotui.core.data.sampler import DataOrder
+
+    order = DataOrder(len(data.train), plan.micro_batch, world, rank, plan.seed)
+    total = total_steps_for(plan, order.batches_per_epoch)
+
+    # -- model and DeepSpeed ----------------------------------------------------------------------
+    phases.start("loading model")
+    model_config = load_config(plan)
+    ds_config = read_ds_config(paths, plan, world)
+    loaded = load_model(plan, ds_config, tokenizer, model_config, note=note)
+
+    phases.start("initialising DeepSpeed")
+    import deepspeed
+
+    from zerotui.core.train.schedule import build_scheduler
+
+    params = [p for p in loaded.model.parameters() if p.requires_grad]
+    engine, _opt, _, _ = deepspeed.initialize(
+        model=loaded.model, model_parameters=params, config=ds_config,
+        lr_scheduler=lambda opt: build_scheduler(opt, plan, total))
+
+    from zerotui.core.train.checkpoint import Checkpointer, newest_complete
+    from zerotui.core.train.loop import TrainLoop
+
+    def barrier() -> None:
+        if world > 1:
+            torch.distributed.barrier()
+
+    ckpt = Checkpointer(engine, paths.checkpoints, plan, rank, emit, barrier, exclude_frozen=loaded.is_lora)
+    loop = TrainLoop(plan=plan, engine=engine, loaded=loaded, data=data, order=order, total=total,
+                     rank=rank, world=world, emit=emit, control=control, ckpt=ckpt, paths=paths,
+                     rank0_wait=(lambda: torch.distributed.barrier(group=long_group)) if long_group else None)
+    resumed_from = None
+    if resume:
+        info = newest_complete(paths.checkpoints)
+        if info is None:
+            note("no complete checkpoint to resume from: starting at step 0")
+        else:
+            phases.start("loading checkpoint")
+            loop.restore(ckpt.load(info))
+            ckpt.remove_newer_torn(info.step)
+            resumed_from = info.tag
+
+    hardware_dict = hardware.to_dict() if hardware is not None else _read_json(paths.hardware)
+    emit("run_started", plan=plan.to_dict(), hardware=hardware_dict, world_size=world,
+         total_steps=total, start_step=loop.step, resumed_from=resumed_from,
+         params_total=loaded.params_total, params_trainable=loaded.params_trainable,
+         steps_per_epoch=max(1, order.batches_per_epoch // plan.grad_accum),
+         train_sequences=len(data.train), eval_sequences=len(data.eval) if data.eval is not None else 0,
+         data_format=data.report.format, estimate=_read_json(paths.estimate))
+    return loop.run()
+
+
+def check_precision(plan: Any, acc: Any = None) -> None:
+    """DeepSpeed raises a bare ValueError deep inside initialize for a dtype the device lacks: refuse it
+    before minutes of loading. ``acc``: DeepSpeed's accelerator (this machine's when None). Whether a CPU
+    has fp16 depends on its instructions (AVX-512 FP16 / AMX), so it differs between machines."""
+    if acc is None:
+        from deepspeed.accelerator import get_accelerator
+
+        acc = get_accelerator()
+    ok = {"fp16": acc.is_fp16_supported, "bf16": acc.is_bf16_supported}.get(plan.precision)
+    if ok is not None and not ok():
+        other = "bf16" if plan.precision == "fp16" and acc.is_bf16_supported() else "fp32"
+        raise HardwareError(f"{plan.precision} training is not supported on this {acc.device_name()} device",
+                            f"use --precision {other}")

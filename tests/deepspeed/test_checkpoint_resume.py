@@ -1,0 +1,81 @@
+"""Checkpoints: only complete ones count, the last K are kept, resume continues the same steps on the same
+data with the same results, a torn checkpoint is skipped, and a full disk fails clearly with the previous
+checkpoint intact. Fast tests on folders and states; slow ones train the tiny model with DeepSpeed."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from engine_runs import assert_valid_stream, events, losses, make_run, run_engine
+from zerotui.core.train import checkpoint as ck
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory, cache):
+    """An uninterrupted run: checkpoints at 5, 10, 15 and 20, a step event every step."""
+    paths = make_run(tmp_path_factory.mktemp("ref") / "run", save_interval=5, keep_checkpoints=4, log_interval=1)
+    result = run_engine(paths, cache=cache)
+    assert result["state"] == "completed", result
+    return paths
+
+
+def test_graceful_stop_then_resume_continues_the_same_steps_and_results(tmp_path, cache, reference):
+    paths = make_run(tmp_path / "run", save_interval=5, keep_checkpoints=4, log_interval=1)
+    stopped = run_engine(paths, "--stop-after", "7", cache=cache)
+    assert (stopped["state"], stopped["step"]) == ("stopped", 7) and "test asked to stop" in stopped["reason"]
+    assert [(e["step"], e["why"]) for e in events(paths, "checkpoint")] == [(5, "interval"), (7, "stop")]
+
+    resumed = run_engine(paths, "--resume", cache=cache)
+    assert (resumed["state"], resumed["step"]) == ("completed", 20)
+    assert_valid_stream(paths)
+    starts = events(paths, "run_started")
+    assert [(e["start_step"], e["resumed_from"]) for e in starts] == [(0, None), (7, "step7")]
+    steps = [e["step"] for e in events(paths, "step")]
+    assert steps == list(range(1, 21))  # the same numbering, continued
+    # Same data order, optimizer state, schedule and RNG: every step after the resume matches the
+    # uninterrupted run (CPU kernels are deterministic for identical inputs).
+    ref, got = losses(reference), losses(paths)
+    assert [got[s] for s in range(8, 21)] == pytest.approx([ref[s] for s in range(8, 21)], rel=1e-5)
+    lr_ref = {e["step"]: e["lr"] for e in events(reference, "step")}
+    lr_got = {e["step"]: e["lr"] for e in events(paths, "step")}
+    assert [lr_got[s] for s in range(8, 21)] == pytest.approx([lr_ref[s] for s in range(8, 21)])
+
+
+def test_a_torn_checkpoint_is_skipped_on_resume(tmp_path, cache, reference):
+    run = tmp_path / "torn"
+    shutil.copytree(reference.root, run)
+    paths = type(reference)(run)
+    (paths.checkpoints / "step20" / ck.MARKER).unlink()            # killed after DeepSpeed's files...
+    (paths.checkpoints / "step15" / ck.MARKER).unlink()            # ...or in the middle of them
+    next((paths.checkpoints / "step15").glob("*optim_states.pt")).unlink()
+    (paths.checkpoints / "latest").write_text("step20")             # even a pointer to the torn one
+    paths.final.rename(run / "final-before")
+    result = run_engine(paths, "--resume", cache=cache)
+    assert result["state"] == "completed", result
+    started = events(paths, "run_started")[-1]
+    assert (started["resumed_from"], started["start_step"]) == ("step10", 10)
+    ref, got = losses(reference), losses(paths)
+    assert [got[s] for s in range(11, 21)] == pytest.approx([ref[s] for s in range(11, 21)], rel=1e-5)
+    assert all((paths.checkpoints / t / ck.MARKER).exists() for t in ("step15", "step20"))  # rewritten whole
+
+
+def test_disk_full_during_a_save_fails_clearly_and_keeps_the_previous_checkpoint(tmp_path, cache):
+    paths = make_run(tmp_path / "full", save_interval=5, log_interval=1)
+    assert run_engine(paths, "--stop-after", "3", cache=cache)["state"] == "stopped"
+    assert (paths.checkpoints / "latest").read_text() == "step3"
+    # The optimizer-state file of this model is ~12 MB: a 4 MB file-size limit makes the next save fail
+    # the way a full disk does (the write returns an error), while the small event lines still go through.
+    result = run_engine(paths, "--resume", "--fsize-limit", str(4_000_000), cache=cache)
+    assert result["type"] == "RunError", result
+    assert "checkpoint at step 5 could not be written" in result["error"] and "step3 is intact" in result["error"]
+    alert = events(paths, "alert")[-1]
+    assert alert["kind"] == "disk" and "zerotui resume" in alert["hint"]
+    assert (paths.checkpoints / "latest").read_text() == "step3"
+    assert (paths.checkpoints / "step3" / ck.MARKER).exists() and not (paths.checkpoints / "step5").exists()
+    assert [e["step"] for e in events(paths, "checkpoint")] == [3]  # never announced

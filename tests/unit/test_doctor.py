@@ -1,0 +1,222 @@
+"""`zerotui doctor`: on this real machine (no GPU, real torch + DeepSpeed), with a pitfall injected, with
+broken installs simulated in the probe's child process, and each pitfall rule with its situation."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zerotui.core.doctor.report import collect, render_text, run_probe
+from zerotui.core.hardware.types import DiskInfo, GpuInfo, Hardware
+from zerotui.core.doctor.pitfalls import check_arch_list, find_pitfalls
+
+GiB = 1 << 30
+ZEROTUI = [sys.executable, "-m", "zerotui.cli.main"]
+
+
+def _run(args: list[str], **env: str) -> subprocess.CompletedProcess:
+    full_env = {**os.environ, "COLUMNS": "80", **env}
+    return subprocess.run(ZEROTUI + args, capture_output=True, text=True, env=full_env, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def doctor_json() -> dict:
+    proc = _run(["doctor", "--json"])
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)
+
+
+# -- the real machine --------------------------------------------------------------------------------
+def test_json_has_stable_keys_and_real_findings(doctor_json):
+    r = doctor_json
+    assert set(r) >= {"schema", "ok", "hardware", "versions", "deepspeed", "pitfalls", "timings"}
+    assert r["schema"] == 1
+    assert set(r["versions"]) >= {"python", "torch", "torch_cuda", "cudnn", "deepspeed", "transformers", "peft",
+                                  "textual", "nvidia_ml_py", "driver", "cuda_driver", "nvcc"}
+    import deepspeed  # noqa: F401 - the report must agree with what this venv really has
+    import torch
+
+    assert r["versions"]["torch"] == torch.__version__ and r["versions"]["torch_cuda"] == torch.version.cuda
+    assert r["versions"]["deepspeed"] == deepspeed.__version__
+    ops = r["deepspeed"]["ops"]
+    assert {"cpu_adam", "fused_adam", "async_io"} <= set(ops)
+    assert all(set(op) >= {"installed", "compatible", "jit_built"} for op in ops.values())
+    for p in r["pitfalls"]:
+        assert set(p) == {"id", "severity", "message", "fix"} and p["fix"]
+    ids = {p["id"] for p in r["pitfalls"]}
+    # libaio: the pitfall is there exactly when DeepSpeed's own probe says async_io cannot build
+    assert ("libaio_missing" in ids) == (not ops["async_io"]["compatible"] and not ops["async_io"]["installed"])
+    if not r["hardware"]["gpus"]:
+        assert "no_gpu" in ids and r["hardware"]["nvml_error"]
+    assert r["ok"] == (not any(p["severity"] == "error" for p in r["pitfalls"]))
+
+
+def test_text_in_80_columns_with_injected_arch_list_pitfall():
+    proc = _run(["doctor"], TORCH_CUDA_ARCH_LIST="8.0;9.0a")
+    assert "Traceback" not in proc.stdout + proc.stderr
+    out = proc.stdout
+    assert all(len(line) <= 80 for line in out.splitlines()), max(out.splitlines(), key=len)
+    assert "Hardware" in out and "Software" in out and "DeepSpeed ops" in out
+    assert "cpu_adam" in out
+    flat = " ".join(out.split())  # messages wrap at 80 columns
+    assert "invalid literal for int() with base 10: '0a'" in flat
+    assert 'fix: export TORCH_CUDA_ARCH_LIST="8.0;9.0"' in flat
+    if not Path("/dev/nvidia0").exists():
+        assert "no NVIDIA GPU visible" in flat  # said plainly, not as an error
+        assert proc.returncode == 0             # on a CPU machine a bad arch list is a warning
+
+
+def test_no_software_is_fast_and_skips_the_probe():
+    proc = _run(["doctor", "--no-software", "--json"])
+    r = json.loads(proc.stdout)
+    assert r["deepspeed"]["ops"] == {} and r["timings"]["probe_s"] is None
+    assert r["timings"]["total_s"] < 1.0
+
+
+def test_bad_write_test_path_is_one_line_exit_2(tmp_path):
+    proc = _run(["doctor", "--no-software", "--write-test", str(tmp_path / "missing")])
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "does not exist" in proc.stderr
+    proc = _run(["doctor", "--no-software", "--write-test", str(tmp_path), "--write-size", "lots"])
+    assert proc.returncode == 2 and "--write-size" in proc.stderr
+
+
+# -- broken installs, simulated by a fake `torch` module first on the child's path -----------------------
+def _probe_with_fake_torch(tmp_path: Path, body: str) -> dict:
+    (tmp_path / "torch.py").write_text(body)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    return run_probe(env, timeout_s=60)
+
+
+def test_torch_import_error_is_reported(tmp_path):
+    sw = _probe_with_fake_torch(tmp_path, "raise ImportError('libcudart.so.12: cannot open shared object file')")
+    assert "libcudart.so.12" in sw["torch_error"]
+    hw = Hardware(ram_total_bytes=64 * GiB, swap_total_bytes=1)
+    (p,) = [p for p in find_pitfalls(hw, sw, {}) if p.id == "torch_import"]
+    assert p.severity == "error" and "libcudart" in p.message
+
+
+def test_crashing_import_is_reported_not_fatal(tmp_path):
+    sw = _probe_with_fake_torch(tmp_path, "import os\nos.abort()\n")
+    assert "signal 6" in sw["probe_error"]
+    report = collect(probe_software=False, hardware=Hardware(), env={})
+    report["pitfalls"] = [p.to_dict() for p in find_pitfalls(Hardware(), sw, {})]
+    assert "probe_failed" in {p["id"] for p in report["pitfalls"]}
+    assert "ERROR" in render_text(report)
+
+
+# -- pitfall rules --------------------------------------------------------------------------------
+def gpu_box(n: int = 1, **kw) -> Hardware:
+    gpus = [GpuInfo(index=i, name="NVIDIA H100", total_bytes=80 * GiB, free_bytes=80 * GiB,
+                    compute_capability=(9, 0), bf16=True, pcie_gen=5, pcie_width=16) for i in range(n)]
+    base = dict(gpus=gpus, ram_total_bytes=512 * GiB, ram_host_bytes=512 * GiB, swap_total_bytes=GiB,
+                shm_total_bytes=64 * GiB, driver_version="550.54.15", cuda_driver_version="12.4",
+                disks=[DiskInfo("/dev/nvme0n1p1", "/", "ext4", 1 << 40, 1 << 40, nvme=True, rotational=False)])
+    base.update(kw)
+    return Hardware(**base)
+
+
+def sw_ok(cuda: str | None = "12.4", nvcc: str | None = "12.4", installed: bool = False, **kw) -> dict:
+    ops = {n: {"installed": installed, "compatible": True, "jit_built": False}
+           for n in ("cpu_adam", "fused_adam", "async_io")}
+    sw = {"torch": {"version": "2.5.1", "cuda": cuda, "cuda_available": True}, "cuda_home": "/usr/local/cuda",
+          "nvcc_version": nvcc, "ninja": True, "compiler": "/usr/bin/c++",
+          "deepspeed": {"version": "0.19.8", "ops": ops,
+                        "cuda_minor_mismatch_ok": {"12": ["12.0", "12.1", "12.4", "12.6"]}}}
+    sw.update(kw)
+    return sw
+
+
+def ids(hw: Hardware, sw: dict, env: dict | None = None) -> dict[str, str]:
+    return {p.id: p.severity for p in find_pitfalls(hw, sw, env or {})}
+
+
+def test_healthy_gpu_box_has_no_pitfalls():
+    assert ids(gpu_box(8), sw_ok()) == {}
+
+
+@pytest.mark.parametrize("value, fixed", [
+    ("8.0;9.0a", "8.0;9.0"), ("9.0a", "9.0"), ("8.6 9.0a+PTX", "8.6;9.0+PTX"), ("sm_90", "9.0"),
+    ("10.0f;12.0a", "10.0;12.0"),
+])
+def test_arch_list_fixes(value, fixed):
+    p = check_arch_list(value, severe=True)
+    assert p.severity == "error" and p.fix == f'export TORCH_CUDA_ARCH_LIST="{fixed}"'
+
+
+@pytest.mark.parametrize("value", [None, "", "8.0;9.0", "7.0 8.0 9.0+PTX"])
+def test_arch_list_good_values(value):
+    assert check_arch_list(value, severe=True) is None
+
+
+def test_cpu_torch_on_gpu_machine():
+    found = find_pitfalls(gpu_box(), sw_ok(cuda=None), {})
+    (p,) = [p for p in found if p.id == "torch_cpu_build"]
+    assert p.severity == "error" and "download.pytorch.org" in p.fix
+
+
+def test_no_cuda_toolkit_only_matters_when_ops_must_be_built():
+    assert ids(gpu_box(), sw_ok(nvcc=None, cuda_home=None))["no_cuda_toolkit"] == "error"
+    assert "no_cuda_toolkit" not in ids(gpu_box(), sw_ok(nvcc=None, cuda_home=None, installed=True))
+
+
+def test_cuda_toolkit_mismatch_follows_deepspeeds_rule():
+    assert ids(gpu_box(), sw_ok(cuda="12.4", nvcc="11.8"))["cuda_toolkit_mismatch"] == "error"
+    assert "cuda_toolkit_mismatch" not in ids(gpu_box(), sw_ok(cuda="12.4", nvcc="12.1"))  # DeepSpeed accepts
+    assert "cuda_toolkit_mismatch" in ids(gpu_box(cuda_driver_version="13.0"), sw_ok(cuda="13.0", nvcc="13.1"))
+
+
+def test_driver_older_than_torch_cuda():
+    assert ids(gpu_box(cuda_driver_version="11.8"), sw_ok(cuda="12.4"))["driver_too_old"] == "error"
+    assert ids(gpu_box(cuda_driver_version="12.2"), sw_ok(cuda="12.4"))["driver_too_old"] == "warning"
+
+
+def test_deepspeed_import_failure_and_missing():
+    broken = ids(gpu_box(), {"torch": {"version": "2.5.1", "cuda": "12.4"},
+                             "deepspeed_error": "AttributeError: module 'torch' has no attribute 'xyz'"})
+    assert broken["deepspeed_import"] == "error"
+    assert ids(gpu_box(), {"torch": {"version": "2.5.1", "cuda": "12.4"},
+                           "deepspeed_error": "ModuleNotFoundError: No module named 'deepspeed'"}) \
+        == {"deepspeed_missing": "error"}
+
+
+def test_libaio_ninja_compiler():
+    sw = sw_ok()
+    sw["deepspeed"]["ops"]["async_io"]["compatible"] = False
+    assert ids(gpu_box(), sw)["libaio_missing"] == "warning"
+    assert ids(gpu_box(), sw_ok(ninja=False))["no_ninja"] == "error"
+    assert ids(gpu_box(), sw_ok(compiler=None))["no_compiler"] == "error"
+    assert "no_ninja" not in ids(gpu_box(), sw_ok(ninja=False, installed=True))
+
+
+def test_small_shm_is_an_error_only_with_several_gpus():
+    docker_default = 64 * 10**6
+    assert ids(gpu_box(8, shm_total_bytes=docker_default), sw_ok())["shm_small"] == "error"
+    assert ids(gpu_box(1, shm_total_bytes=docker_default), sw_ok())["shm_small"] == "warning"
+    p = next(p for p in find_pitfalls(gpu_box(8, shm_total_bytes=docker_default), sw_ok(), {}) if p.id == "shm_small")
+    assert "--shm-size" in p.fix
+
+
+def test_ram_swap_container_nvme_pcie():
+    hw = gpu_box(ram_total_bytes=16 * GiB, ram_host_bytes=256 * GiB, cgroup_memory_limit_bytes=16 * GiB,
+                 swap_total_bytes=0, disks=[DiskInfo("/dev/sda1", "/", "ext4", 1 << 40, 1 << 40, rotational=True)])
+    hw.gpus[0].pcie_width = 8
+    found = ids(hw, sw_ok())
+    assert found == {"low_ram": "warning", "cgroup_limit": "info", "no_swap": "info", "no_nvme": "info",
+                     "pcie_narrow": "info"}
+
+
+def test_errors_sort_first_and_render_fits_80_columns():
+    hw = gpu_box(2, shm_total_bytes=64 * 10**6, swap_total_bytes=0)
+    sw = sw_ok(cuda=None)
+    pitfalls = find_pitfalls(hw, sw, {"TORCH_CUDA_ARCH_LIST": "9.0a"})
+    severities = [p.severity for p in pitfalls]
+    assert severities == sorted(severities, key=["error", "warning", "info"].index)
+    report = collect(probe_software=False, hardware=hw, env={"TORCH_CUDA_ARCH_LIST": "9.0a"})
+    assert report["ok"] is False
+    text = render_text(report)
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "GPU 0-1      2 x NVIDIA H100, 80.0 GiB" in text and "PCIe gen5 x16" in text and "ERROR" in text

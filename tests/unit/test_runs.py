@@ -1,0 +1,116 @@
+"""core/run/folder.py: run folders, status and liveness, control.jsonl, listing and resolving runs."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+import pytest
+
+from zerotui.core.errors import RunError
+from zerotui.core.run.folder import (LOST_AFTER_S, RunPaths, list_runs, new_run_dir, pid_alive, read_control,
+                               read_status, resolve_run, run_state, send_control, write_status)
+
+
+def make(base, name="r", now=None, state=None, **status):
+    paths = new_run_dir(base, name, now=now)
+    paths.plan.write_text("name: r\n")
+    if state:
+        write_status(paths, state=state, **status)
+    return paths
+
+
+def test_new_run_dir_names_and_suffixes_in_the_same_second(tmp_path):
+    t = time.mktime((2024, 5, 6, 7, 8, 9, 0, 0, -1))
+    a = new_run_dir(tmp_path, "demo", now=t)
+    b = new_run_dir(tmp_path, "demo", now=t)
+    assert a.name == "20240506-070809-demo" and b.name == "20240506-070809-demo-2"
+    assert a.checkpoints.is_dir() and b.checkpoints.is_dir()
+
+
+def test_new_run_dir_in_unwritable_folder_is_a_run_error(tmp_path):
+    if os.geteuid() == 0:
+        blocker = tmp_path / "file"
+        blocker.write_text("x")
+        target = blocker / "runs"  # a path under a file can never be created, even by root
+    else:
+        target = tmp_path / "ro"
+        target.mkdir(mode=0o500)
+    with pytest.raises(RunError, match="cannot create"):
+        new_run_dir(target, "x")
+
+
+def test_status_roundtrip_and_unreadable_status(tmp_path):
+    paths = make(tmp_path, state="running", pid=os.getpid(), step=3)
+    st = read_status(paths)
+    assert st["step"] == 3 and st["heartbeat"] <= time.time()
+    paths.status.write_text("{torn")
+    assert read_status(paths) == {}
+
+
+def test_run_state_live_final_and_lost(tmp_path):
+    live = make(tmp_path, "live", state="running", pids=[os.getpid()])
+    assert run_state(live) == "running"
+    done = make(tmp_path, "done", state="completed", pid=999999999)
+    assert run_state(done) == "completed"  # final states need no live process
+    stale = make(tmp_path, "stale", state="running", pids=[os.getpid()], heartbeat=time.time() - LOST_AFTER_S - 5)
+    assert run_state(stale) == "lost"
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    dead = make(tmp_path, "dead", state="running", pids=[proc.pid])
+    assert not pid_alive(proc.pid)
+    assert run_state(dead) == "lost"
+
+
+def test_zombie_worker_counts_as_dead(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    time.sleep(0.5)  # exited but not reaped: a zombie still answers kill(pid, 0)
+    try:
+        assert not pid_alive(proc.pid)
+    finally:
+        proc.wait()
+
+
+def test_control_append_read_skips_torn_and_unknown_lines(tmp_path):
+    paths = make(tmp_path)
+    a = send_control(paths, "pause")
+    with open(paths.control, "a") as fh:
+        fh.write("not json\n")
+        fh.write(json.dumps({"command": "explode"}) + "\n")
+    b = send_control(paths, "stop", by="me")
+    with open(paths.control, "a") as fh:
+        fh.write('{"command": "stop"')  # a write in progress
+    cmds, off = read_control(paths)
+    assert [(c["command"], c["id"]) for c in cmds] == [("pause", a["id"]), ("stop", b["id"])]
+    assert cmds[1]["by"] == "me"
+    again, off2 = read_control(paths, off)
+    assert again == [] and off2 == off
+    with pytest.raises(RunError, match="unknown control command"):
+        send_control(paths, "reboot")
+
+
+def test_send_control_to_missing_run_is_a_run_error(tmp_path):
+    with pytest.raises(RunError, match="no run folder"):
+        send_control(RunPaths(tmp_path / "nope"), "stop")
+
+
+def test_list_and_resolve(tmp_path):
+    old = make(tmp_path, "alpha", now=time.time() - 100, state="stopped")
+    new = make(tmp_path, "beta", now=time.time() - 50, state="completed")
+    live = make(tmp_path, "gamma", now=time.time() - 200, state="running", pids=[os.getpid()])
+    (tmp_path / "not-a-run").mkdir()
+    names = [r.name for r in list_runs(tmp_path)]
+    assert names == [new.name, old.name, live.name]  # newest first, non-runs skipped
+    assert resolve_run(None, tmp_path) == live  # a live run wins when none is named
+    assert resolve_run(None, tmp_path, prefer_live=False) == new
+    assert resolve_run("alpha", tmp_path) == old
+    assert resolve_run(str(old.root), tmp_path) == old
+    with pytest.raises(RunError, match="no run named 'zeta'"):
+        resolve_run("zeta", tmp_path)
+    with pytest.raises(RunError, match="matches several runs"):
+        resolve_run("-", tmp_path)
+    with pytest.raises(RunError, match="no runs in"):
+        resolve_run(None, tmp_path / "empty")

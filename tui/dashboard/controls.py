@@ -1,0 +1,83 @@
+"""The dashboard's run controls: pause / resume, checkpoint, stop, stop now, resume a finished run.
+
+A mixin of ``DashboardScreen`` (kept apart so each file stays readable). Control keys append to
+``control.jsonl`` (``core.run.folder.send_control``); the worker's ``control_ack`` event shows up in the log.
+The screen provides ``paths``, ``live``, ``outcome``, ``alerted``, ``pending``, ``clock``, ``history``
+and ``_render_texts``.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from textual import work
+
+from zerotui.core.errors import ZeroTuiError
+from zerotui.core.run.folder import send_control
+from zerotui.tui.messages import RunResumeDone
+from zerotui.tui.common.confirm import ConfirmScreen
+from zerotui.tui.dashboard.run_log import RunLog
+
+LIVE_STATES = ("starting", "running", "paused", "stopping")
+
+
+class RunControls:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
+        if action in ("pause_resume", "checkpoint", "stop", "stop_now"):
+            return self.live and self.outcome in LIVE_STATES
+        if action == "resume_run":
+            return self.live and self.outcome in ("lost", "stopped", "failed")
+        if action == "clear_alerts":
+            return bool(self.alerted)
+        if action == "pane":
+            return self.has_class("-narrow")
+        return True
+
+    def _control(self, command: str) -> None:
+        try:
+            entry = send_control(self.paths, command, by="dashboard")
+        except ZeroTuiError as err:
+            self.notify(err.one_line(), title=f"{command} not sent", severity="error")
+            return
+        self.pending[str(entry["id"])] = command
+        self.query_one(RunLog).note(self.clock(), f"{command} sent to the worker")
+        self._stats_dirty = True
+        self._render_texts()
+
+    def action_pause_resume(self) -> None:
+        self._control("resume" if self.outcome == "paused" else "pause")
+
+    def action_checkpoint(self) -> None:
+        self._control("checkpoint")
+
+    def action_stop(self) -> None:
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self._control("stop")
+        self.app.push_screen(ConfirmScreen(
+            "Stop the run?", "The worker writes a checkpoint, then exits. `zerotui resume` continues it "
+            "later from that checkpoint.", yes="Stop"), answer)
+
+    def action_stop_now(self) -> None:
+        ck = self.history.last_checkpoint if self.history else None
+        since = f"step {ck.get('step')}" if ck else "the start (there is no checkpoint yet)"
+
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self._control("stop-now")
+        self.app.push_screen(ConfirmScreen(
+            "Stop now, without a checkpoint?", f"Training since {since} is lost; the worker exits at the "
+            "next step.", yes="Stop now"), answer)
+
+    def action_resume_run(self) -> None:
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self.resume_worker()
+        self.app.push_screen(ConfirmScreen(
+            "Resume this run?", "A new worker starts from the run's newest complete checkpoint and "
+            "appends to the same event stream.", yes="Resume"), answer)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="dashboard-resume",
+          description="resume the run")
+    def resume_worker(self) -> None:
+        self.post_message(RunResumeDone.after_resume(self.paths))
+

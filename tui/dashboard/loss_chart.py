@@ -1,0 +1,61 @@
+"""The loss pane (raw spread, smoothed curve, eval loss on top) and the fp16 loss-scale pane."""
+from __future__ import annotations
+
+from zerotui.core.events.history import RunHistory
+from zerotui.core.timefmt import format_number
+
+from zerotui.tui.dashboard.charts import DrawContext, SeriesChart, legend
+
+
+class LossChart(SeriesChart):
+    """Training loss: the min-max spread of the raw values per column (grey), the smoothed loss (cyan),
+    and eval losses as points (orange). ``log_y`` is toggled by the dashboard (l)."""
+
+    TITLE = "loss"
+    EMPTY = "loss: waiting for the first step"
+
+    def has_data(self, history: RunHistory) -> bool:
+        return history.series["loss"].count > 0 or history.series["eval_loss"].count > 0
+
+    def draw(self, ctx: DrawContext) -> None:
+        self.band(ctx, self.view(ctx, "loss"), color="gray")
+        self.line(ctx, self.view(ctx, "loss_smooth"), color="cyan")
+        ev = self.view(ctx, "eval_loss")
+        if len(ev):
+            self.markers(ctx, self.x_of(ctx, ev), ev.last, color="orange", marker="●")
+        h = ctx.history
+        items = [("gray", "raw"), ("cyan", f"smoothed {format_number(h.loss_ema, 4)}")]
+        if h.series["eval_loss"].latest is not None:
+            items.append(("orange", f"eval {format_number(h.series['eval_loss'].latest, 4)}"))
+        self.border_subtitle = legend(*items) + (" · log" if self.log_y else "")
+
+
+class LossScaleChart(SeriesChart):
+    """fp16 dynamic loss scale on a log axis, with the steps it skipped (overflow) marked ×.
+
+    bf16 and fp32 runs have no loss scale (DeepSpeed's bf16 optimizer keeps none): the dashboard hides
+    this pane for them."""
+
+    TITLE = "fp16 loss scale"
+    EMPTY = "loss scale: none yet (bf16 and fp32 runs have none)"
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.log_y = True
+
+    def has_data(self, history: RunHistory) -> bool:
+        return history.series["loss_scale"].latest is not None
+
+    def draw(self, ctx: DrawContext) -> None:
+        scale = self.view(ctx, "loss_scale")
+        self.line(ctx, scale, color="green", field="lo")
+        skipped = self.view(ctx, "skipped")
+        # A bucket that skipped any step gets a mark at the scale's low point in that bucket (the scale
+        # halves on an overflow, so the low point is where the skip happened). Both series come from the
+        # same step events, so their buckets line up one to one.
+        if len(skipped) and len(skipped) == len(scale):
+            hit = skipped.tot > 0
+            self.markers(ctx, self.x_of(ctx, skipped)[hit], scale.lo[hit], color="red", marker="x")
+        h = ctx.history
+        self.border_subtitle = (legend(("green", f"scale {format_number(h.series['loss_scale'].latest)}"))
+                                + f" · [red]x[/] skipped {int(h.skipped_total)}")

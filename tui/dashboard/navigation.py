@@ -1,0 +1,24 @@
+"""Opening the dashboard and the runs list, for any App that hosts them.
+
+The two screens open each other (Enter on a run, ``r`` on the dashboard); they ask through the
+``OpenRun`` / ``ShowRuns`` messages and the App, mixing this in, pushes the screen. So neither screen
+imports the other. The screens are imported when first opened: the wizard's first frame does not wait
+for the dashboard's charting libraries.
+"""
+from __future__ import annotations
+
+from textual.app import App
+
+from zerotui.tui.messages import OpenRun, ShowRuns
+
+
+class RunNavigation(App):
+    def on_open_run(self, message: OpenRun) -> None:
+        from zerotui.tui.dashboard.screen import DashboardScreen
+
+        self.push_screen(DashboardScreen(message.paths, live=message.live))
+
+    def on_show_runs(self, message: ShowRuns) -> None:
+        from zerotui.tui.dashboard.runs import RunsScreen
+
+        self.push_screen(RunsScreen(runs_dir=message.runs_dir))

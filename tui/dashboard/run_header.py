@@ -1,0 +1,98 @@
+"""The dashboard's top lines: state and run name, the outcome / lost / paused banner, progress and ETA."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import ProgressBar, Static
+
+from zerotui.core.events.history import RunHistory
+from zerotui.core.timefmt import format_clock, format_duration
+
+STATE_STYLE = {"running": "green", "paused": "yellow", "stopping": "yellow", "starting": "cyan",
+               "completed": "green", "stopped": "yellow", "failed": "red", "lost": "red"}
+
+
+@dataclass
+class HeaderFacts:
+    """What the header shows besides the history: the dashboard's own state."""
+
+    name: str
+    state: str                      # the outcome if finished, else status.json's state (incl. lost)
+    live: bool                      # False: opened read-only
+    zoom: str
+    x_mode: str
+    status: dict[str, Any] = field(default_factory=dict)
+    pending: list[str] = field(default_factory=list)  # control commands sent, not yet acknowledged
+
+
+class RunHeader(Vertical):
+    DEFAULT_CSS = """
+    RunHeader { height: auto; }
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._last: dict[str, Text | str] = {}
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="dash-status")
+        yield Static(id="dash-banner")
+        with Horizontal(id="dash-progress"):
+            yield ProgressBar(total=None, show_eta=False, show_percentage=True, id="dash-bar")
+            yield Static(id="dash-eta")
+
+    def _set(self, selector: str, content: Text | str, layout: bool = False) -> None:
+        """Update a line only when it changed (each update costs a repaint, with layout a re-layout)."""
+        if self._last.get(selector) != content:
+            self._last[selector] = content
+            self.query_one(selector, Static).update(content, layout=layout)
+
+    def show(self, h: Optional[RunHistory], facts: HeaderFacts, now: float) -> None:
+        state = facts.state
+        self._set("#dash-status", Text.assemble(
+            (f"● {state}", f"bold {STATE_STYLE.get(state, '')}"), "  ", facts.name,
+            ("  read-only" if not facts.live else "", "dim"), ("   zoom ", "dim"), facts.zoom,
+            ("   x ", "dim"), "steps" if facts.x_mode == "step" else "time"))
+        self._banner(h, facts, now)
+        # No bar until the total is known: an indeterminate bar animates, which says nothing here.
+        self.query_one("#dash-progress").display = bool(h is not None and h.total_steps)
+        eta_text = ""
+        if h is not None and h.total_steps:
+            self.query_one(ProgressBar).update(total=h.total_steps, progress=h.current_step or 0)
+            eta = h.eta_s()
+            eta_text = f"step {h.current_step or 0:,}/{h.total_steps:,}"
+            if eta is not None:
+                eta_text += f"  ETA {format_duration(eta)} ({format_clock(now + eta, now)})"
+            elif h.finished:
+                eta_text += f"  ran {format_duration(h.elapsed_s(now))}"
+        self._set("#dash-eta", eta_text)
+
+    def _banner(self, h: Optional[RunHistory], facts: HeaderFacts, now: float) -> None:
+        banner = self.query_one("#dash-banner", Static)
+        state = facts.state
+        text, style = "", ""
+        if h is not None and h.finished:
+            reason = h.finished.get("reason") or ""
+            text = f"Run {state}" + (f": {reason}" if reason else "")
+            style = {"completed": "-ok", "failed": "-error"}.get(state, "-warn")
+        elif state == "lost":
+            beat = facts.status.get("heartbeat")
+            known = isinstance(beat, (int, float))
+            when = format_clock(beat, now) if known else "never"
+            ago = f" ({format_duration(now - beat)} ago)" if known else ""
+            text = (f"Lost: the worker stopped without a final state. Last heartbeat {when}{ago}. "
+                    "Press u to resume from the last checkpoint.")
+            style = "-error"
+        elif state == "paused":
+            text, style = "Paused: press p to resume.", "-warn"
+        if facts.pending:
+            waiting = ", ".join(sorted(set(facts.pending)))
+            text = (text + "  " if text else "") + f"Sent {waiting}; waiting for the worker to acknowledge."
+            style = style or "-warn"
+        self._set("#dash-banner", text, layout=True)  # its height follows the text
+        banner.set_classes(style)
+        banner.display = bool(text)

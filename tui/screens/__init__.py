@@ -1,1 +1,0 @@
-"""Wizard and dashboard screens, one per file."""

@@ -1,1 +1,0 @@
-"""Reusable widgets: budget bar, charts, stat panel, run log, path picker."""

@@ -1,0 +1,133 @@
+"""The first rows of a dataset and its detected row format, read with the standard library only.
+
+The wizard shows this while the user picks a file, so it must be quick and must not pull pandas, pyarrow
+or ``datasets`` onto the UI path (their imports alone take seconds). The same rules as training decide the
+format (``core.data.prompts``): the columns a row has (alpaca, chat, prompt/response, plain text).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from zerotui.core.errors import DataError
+
+#: Enough rows to see the shape of the data; more would only slow the first frame of the step.
+PREVIEW_ROWS = 5
+#: Only this much of a file is read: a 20 GB JSONL must preview as fast as a small one.
+READ_LIMIT = 1 << 20
+
+
+@dataclass
+class Preview:
+    source: str
+    path: Optional[Path]
+    format: str                       # text | alpaca | chat | prompt_response | unknown
+    columns: list[str] = field(default_factory=list)
+    rows: list[list[str]] = field(default_factory=list)
+    note: str = ""                    # e.g. "hub dataset: previewed when the run starts"
+
+
+def _format_of(records: list[Any], columns: list[str], plan: Any, source: str) -> tuple[str, str]:
+    """(format, note): the same rule training applies (core.data.prompts.detect_format), so the preview
+    never promises a format the run will then reject."""
+    from zerotui.core.errors import DataError
+    from zerotui.core.plan.schema import Plan
+    from zerotui.core.data.prompts import detect_format as training_format
+
+    try:
+        return training_format(records, plan or Plan(), source), ""
+    except DataError as err:
+        return "unknown", err.one_line()
+
+
+def _cell(value: Any, width: int = 60) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _sample_path() -> Optional[Path]:
+    """The dataset shipped with zerotui ('sample'), where the training part keeps it."""
+    from zerotui.core.data.files import resolve_source
+
+    path = Path(resolve_source("sample"))
+    return path if path.exists() else None
+
+
+def _rows_from_records(records: list[Any]) -> tuple[list[str], list[list[str]]]:
+    columns: list[str] = []
+    for r in records:
+        if isinstance(r, dict):
+            columns += [k for k in r if k not in columns]
+    if not columns:
+        return ["text"], [[_cell(r)] for r in records]
+    return columns, [[_cell(r.get(c, "")) if isinstance(r, dict) else "" for c in columns] for r in records]
+
+
+#: Rows handed to the format detection (core.data.prompts looks at up to 20).
+DETECT_ROWS = 20
+
+
+def preview(source: str, plan: Any = None, rows: int = PREVIEW_ROWS) -> Preview:
+    """Read the first ``rows`` rows of ``source`` (a path, 'sample', or hub:<id>) and detect the format
+    the way training will (with ``plan``'s field names and data_format)."""
+    if source.startswith("hub:"):
+        return Preview(source, None, "unknown", note="hub dataset: downloaded and previewed when the run starts")
+    path = _sample_path() if source == "sample" else Path(source).expanduser()
+    if path is None:
+        raise DataError("the sample dataset is not installed", "reinstall zerotui, or pick a file")
+    if not path.exists():
+        raise DataError(f"{path}: no such file", "pick a .jsonl, .json, .csv or .txt file")
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder", "pick a data file inside it")
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        return Preview(source, path, "unknown", note="parquet: previewed when the run starts (needs pyarrow)")
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(READ_LIMIT)
+    except OSError as err:
+        raise DataError(f"{path}: cannot read ({err.strerror})", "check the permissions") from None
+    text = head.decode("utf-8", errors="replace")
+    truncated = len(head) == READ_LIMIT
+    if suffix == ".jsonl" or (suffix == ".json" and text.lstrip().startswith("{")):
+        records = []
+        lines = text.splitlines()
+        if truncated and lines:
+            lines = lines[:-1]  # the last line may be cut in the middle
+        for n, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise DataError(f"{path}: line {n} is not valid JSON", "each line must be one JSON object") from None
+            if len(records) >= DETECT_ROWS:
+                break
+    elif suffix == ".json":
+        try:
+            data = json.loads(text)
+        except ValueError:
+            if truncated:
+                return Preview(source, path, "unknown", note="large JSON array: previewed when the run starts")
+            raise DataError(f"{path}: not valid JSON", "a .json dataset is a list of objects") from None
+        if not isinstance(data, list):
+            raise DataError(f"{path}: the JSON is not a list of rows", "a .json dataset is a list of objects")
+        records = data[:DETECT_ROWS]
+    elif suffix in (".csv", ".tsv"):
+        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
+        records = [dict(r) for _, r in zip(range(DETECT_ROWS), reader)]
+    else:  # plain text: one sample a line
+        lines = [ln for ln in text.splitlines() if ln.strip()][:rows]
+        if not lines:
+            raise DataError(f"{path}: no rows found", "the file is empty or has only blank lines")
+        return Preview(source, path, "text", ["text"], [[_cell(ln)] for ln in lines])
+    if not records:
+        raise DataError(f"{path}: no rows found", "the file is empty or has only blank lines")
+    columns, table = _rows_from_records(records[:rows])
+    fmt, note = _format_of(records, columns, plan, str(path))
+    return Preview(source, path, fmt, columns, table, note=note)

@@ -1,0 +1,113 @@
+"""What every wizard step shares: header, step bar, a scrolling form, the budget bar, the footer, and
+the plumbing from widget events to Plan fields (through each control's ``f-<field>`` id)."""
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Checkbox, Footer, Header, Input, RadioSet, Select
+
+from zerotui.tui.wizard.budget_bar import BudgetBar
+from zerotui.tui.wizard.field_help import Choice, FieldRow, field_of
+from zerotui.tui.wizard.step_bar import StepBar
+from zerotui.tui.wizard.host import WizardHost, wizard_host
+from zerotui.tui.wizard.state import STEPS, WizardState
+
+
+class StepScreen(Screen):
+    """Subclasses set ``STEP`` (a key of STEPS) and implement ``compose_form``."""
+
+    STEP: ClassVar[str] = ""
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+n", "app.next_step", "Next", priority=True),
+        Binding("escape", "app.previous_step", "Back"),
+        Binding("ctrl+g", "app.fit", "Fit", priority=True),
+        Binding("ctrl+r", "app.go_to_step('review')", "Review", priority=True),
+        Binding("b", "app.toggle_breakdown", "Breakdown"),
+        *[Binding(str(i), f"app.go_to_step('{key}')", title, show=False) for i, (key, title) in enumerate(STEPS, 1)],
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield StepBar(self.STEP)
+        with VerticalScroll(id="form"):
+            yield from self.compose_form()
+        yield BudgetBar(id="budget")
+        yield Footer()
+
+    def compose_form(self) -> ComposeResult:  # pragma: no cover - every step overrides it
+        yield from ()
+
+    @property
+    def host(self) -> WizardHost:
+        return wizard_host(self)
+
+    @property
+    def state(self) -> WizardState:
+        return self.host.state
+
+    def on_mount(self) -> None:
+        number = [k for k, _ in STEPS].index(self.STEP) + 1
+        self.sub_title = f"step {number} of {len(STEPS)}: {dict(STEPS)[self.STEP]}"
+        self.show_errors()
+
+    def on_screen_resume(self) -> None:
+        self.show_state()
+
+    # -- state → widgets --------------------------------------------------------------------------
+    def show_state(self) -> None:
+        """Put every field's current answer into its control (after Fit, a preset, or going back)."""
+        for row in self.query(FieldRow):
+            if row.field not in self.state.errors:
+                row.show_value(self.state.value(row.field))
+        self.show_errors()
+        self.refresh_derived()
+
+    def field_errors(self) -> dict[str, str]:
+        """The answers' own errors, plus the estimator's complaint about a field (unknown model, a LoRA
+        target the model lacks) once the answers are valid."""
+        errors = dict(self.state.errors)
+        host = self.host
+        if not errors and host.model_error:
+            errors[host.model_error_field] = host.model_error
+        return errors
+
+    def show_errors(self) -> None:
+        errors = self.field_errors()
+        for row in self.query(FieldRow):
+            row.set_error(errors.get(row.field, ""))
+
+    def budget_changed(self) -> None:
+        """The App has a new budget (``host.ShowsBudget``): the estimator may name a field now."""
+        self.show_errors()
+
+    def refresh_derived(self) -> None:
+        """Hook: subclasses update what depends on several fields (disabled choices, notes)."""
+
+    # -- widgets → state --------------------------------------------------------------------------
+    def _changed(self, widget: Any, value: Any) -> None:
+        field = field_of(widget)
+        if field is None:
+            return
+        if value == self.state.value(field) and field not in self.state.errors:
+            return  # an echo of show_value, or no change at all
+        self.host.update_field(field, value)
+        self.show_errors()
+        self.refresh_derived()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self._changed(event.input, event.value)
+
+    def on_checkbox_changed(self, event: Checkbox.Changed) -> None:
+        self._changed(event.checkbox, event.value)
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        if event.value is not Select.BLANK:
+            self._changed(event.select, event.value)
+
+    def on_radio_set_changed(self, event: RadioSet.Changed) -> None:
+        if isinstance(event.pressed, Choice):
+            self._changed(event.radio_set, event.pressed.choice)
