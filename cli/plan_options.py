@@ -18,6 +18,8 @@ from zerotui.core.plan.schema import Plan, plan_from_dict
 
 # Fields that are not useful as flags (nested expert data has its own syntax below).
 _SKIP = {"ds_overrides", "description"}
+# Byte sizes typed as people write them (24GiB); the Plan turns them into bytes.
+_SIZES = {"gpu_mem_cap"}
 
 
 def _flag(name: str) -> str:
@@ -74,10 +76,15 @@ def add_plan_options(parser: argparse.ArgumentParser, with_source: bool = True) 
         if tp is bool:
             grp.add_argument(flag, action=argparse.BooleanOptionalAction, **kwargs)
             continue
-        if origin is typing.Literal:
+        if name in _SIZES:
+            kwargs["type"] = str
+            kwargs["metavar"] = "SIZE"
+        elif origin is typing.Literal:
             choices = list(typing.get_args(tp))
             kwargs["choices"] = choices
             kwargs["metavar"] = "|".join(str(c) for c in choices)
+            if all(isinstance(c, int) for c in choices):
+                kwargs["type"] = int
         elif origin is list:
             (item,) = typing.get_args(tp)
             kwargs["type"] = _comma_list(item)

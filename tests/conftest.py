@@ -13,6 +13,7 @@ and tests/corpus/.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,8 +40,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def tmp_path() -> Iterator[Path]:
     """A private temporary folder per test. pytest's shared basetemp keeps only the last 3 sessions,
     and another session on this machine can remove it under a run that takes minutes."""
-    with tempfile.TemporaryDirectory(prefix="zerotui-test-") as d:
-        yield Path(d)
+    folder = tempfile.mkdtemp(prefix="zerotui-test-")
+    yield Path(folder)
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    except Exception:  # noqa: BLE001 - a test's monkeypatch of os may still be active: leave the folder
+        pass
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def describe_plan(plan, world: int) -> str:
     off = [f"optimizer on {plan.offload_optimizer}" for _ in [0] if plan.offload_optimizer != "none"]
     off += [f"weights on {plan.offload_params}" for _ in [0] if plan.offload_params != "none"]
-    lora = f" (r {plan.lora_r}, {','.join(plan.lora_targets)})" if plan.method == "lora" else ""
+    lora = f" (r {plan.lora_r}, {','.join(plan.lora_targets)})" if plan.uses_adapters() else ""
     return (f"{plan.model}, {plan.method}{lora}, {plan.precision}, ZeRO-{plan.stage}"
             + (f" ({', '.join(off)})" if off else "") + f", {world} GPU(s); micro-batch {plan.micro_batch} x "
             f"{plan.grad_accum} accumulation, sequence {plan.seq_len}"

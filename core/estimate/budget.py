@@ -100,6 +100,8 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     cpu_total = int(sum(cpu_parts.values()) * job.n_local)
     nvme_total = int(sum(nvme.values()))
     gpu_cap = hw.gpu_total_bytes if job.on_gpu else 0
+    if job.on_gpu and plan.gpu_mem_cap:  # the run's allocator is capped to it (train/memory_cap.py)
+        gpu_cap = min(gpu_cap, plan.gpu_mem_cap) if gpu_cap else plan.gpu_mem_cap
     cpu_cap = int(hw.ram_total_bytes or 0)
     nvme_cap = _nvme_capacity(plan, hw) if plan.uses_nvme() else 0
     fits = (not job.on_gpu or gpu_bytes <= gpu_cap) and (not cpu_cap or cpu_total <= cpu_cap) and \

@@ -47,21 +47,28 @@ def _fp16_master(job: Job) -> bool:
     return job.p < 4  # fp32 training keeps a separate fp32 master copy too, measured 8 bytes/param
 
 
+def _weights_label(job: Job) -> str:
+    return "weights (4-bit base)" if job.quant_numel and job.plan.quant_bits == 4 else \
+        "weights (8-bit base)" if job.quant_numel else "weights"
+
+
 def _stage0(job: Job) -> ModelStates:
-    p, psi, psit = job.p, job.psi, job.psit
+    p, psit = job.p, job.psit
     m = _fp16_master(job)
-    return ModelStates({"weights": p * psi, "fp32 master": 4 * psit if m else 0, "optimizer states": 8 * psit},
+    return ModelStates({_weights_label(job): job.weight_bytes, "fp32 master": 4 * psit if m else 0,
+                        "optimizer states": 8 * psit},
                        grads=p * psit, step_transient=8 * psit if m else 0)
 
 
 def _stage12(job: Job) -> ModelStates:
-    p, psi, psit, N, b = job.p, job.psi, job.psit, job.N, job.buckets
+    p, psit, N, b = job.p, job.psit, job.N, job.buckets
     buckets = (2 if job.plan.overlap_comm else 1) * p * b["reduce_bucket_size"]
+    weights = {_weights_label(job): job.weight_bytes}
     if job.oo != "none":
-        return ModelStates({"weights": p * psi,
+        return ModelStates({**weights,
                             "offload gradient staging": p * largest_trainable(job) + cal.OFFLOAD_GPU_EXTRA_BYTES,
                             "communication buckets": buckets})
-    return ModelStates({"weights": p * psi, "fp32 master": 4 * psit / N, "optimizer states": 8 * psit / N,
+    return ModelStates({**weights, "fp32 master": 4 * psit / N, "optimizer states": 8 * psit / N,
                         "communication buckets": buckets},
                        grads=p * psit if job.stage == 1 else p * psit / N, grads_early=job.stage == 2,
                        step_transient=(6 if p < 4 else 4) * psit / N)
@@ -72,7 +79,8 @@ def _stage3(job: Job) -> ModelStates:
     persistent = persistent_params(job.spec, b["stage3_param_persistence_threshold"])
     g: dict[str, float] = {}
     out = ModelStates(g)
-    g["weights"] = p * psi / N + p * persistent * (1 - 1 / N) if job.op == "none" else p * persistent
+    g[_weights_label(job)] = (job.weight_bytes / N + p * persistent * (1 - 1 / N) if job.op == "none"
+                              else p * persistent)
     if job.oo == "none":
         g["gradients (partition)"] = p * psit / N
         g["fp32 master"] = 4 * psit / N
@@ -81,11 +89,11 @@ def _stage3(job: Job) -> ModelStates:
     else:
         g["offload gradient staging"] = cal.OFFLOAD_GPU_EXTRA_BYTES
     g["communication buckets"] = p * b["reduce_bucket_size"]
-    gathered = min(b["stage3_max_live_parameters"], psi)
+    gathered = min(b["stage3_max_live_parameters"], psi) * job.bytes_per_weight
     if job.op != "none":
-        g["stage-3 working set"] = p * gathered
+        g["stage-3 working set"] = gathered
     elif N > 1:
-        g["stage-3 working set"] = p * gathered * (1 - 1 / N)
+        g["stage-3 working set"] = gathered * (1 - 1 / N)
     return out
 
 
@@ -94,7 +102,9 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     plan, spec, p = job.plan, job.spec, job.p
     tokens = plan.micro_batch * plan.seq_len
     attention = "sdpa" if plan.attention == "flash" else plan.attention
-    zero3_linear = job.stage == 3  # its linear keeps every input, frozen or not (activations.py)
+    # ZeRO-3's linear keeps every input, frozen or not (activations.py); bitsandbytes' 4-bit layers do not
+    # go through it (their matmul saves only the packed weight, bitsandbytes/autograd/_functions.py).
+    zero3_linear = job.stage == 3 and not job.quant_numel
     saved = tokens * model_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, plan.grad_ckpt, zero3_linear)
     lg = logits_bytes(tokens, spec.vocab_size, p)
     grads, step_transient = states.grads, states.step_transient
@@ -113,6 +123,8 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
                                                                     zero3_linear)}
     phase = max(phases, key=lambda k: sum(phases[k].values()))
     g = dict(states.parts)
+    if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
+        g["dequantisation buffer"] = p * job.quant_largest
     for name, v in phases[phase].items():
         if v:
             g[name] = g.get(name, 0) + v
@@ -121,6 +133,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         first_step = cal.FRAGMENTATION_STAGE0_STEP_SHARE * step_transient
     else:
         first_step = cal.FRAGMENTATION_FIRST_STEP_SHARE * (g.get("optimizer states", 0) + step_transient)
-    margin = max(cal.FRAGMENTATION_FRACTION * allocated, cal.FRAGMENTATION_LOGITS_SHARE * lg["backward_peak"],
+    share = cal.FRAGMENTATION_QLORA_FRACTION if job.quant_numel else cal.FRAGMENTATION_FRACTION
+    margin = max(share * allocated, cal.FRAGMENTATION_LOGITS_SHARE * lg["backward_peak"],
                  first_step, cal.FRAGMENTATION_MIN_BYTES)
     return GpuPeak(g, allocated, margin, phase)

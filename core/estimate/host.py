@@ -57,7 +57,10 @@ def host_peak(job: Job, off: dict[str, float]) -> tuple[str, dict[str, float]]:
     """(the moment host RAM peaks, its parts for one rank) on a machine with a GPU."""
     plan, p = job.plan, job.p
     zero_init_build = job.stage == 3 and plan.zero_init
-    load = cal.HOST_BASE_BYTES + (0 if zero_init_build else p * job.spec.params_total)
+    # QLoRA quantises each weight as it is loaded onto the GPU: what the host holds is at most the model
+    # in its quantised form (safetensors are read shard by shard).
+    whole = job.weight_bytes if job.quant_numel else p * job.spec.params_total
+    load = cal.HOST_BASE_BYTES + (0 if zero_init_build else whole)
     after = float(cal.HOST_BASE_AFTER_INIT_BYTES)
     defrag = p * job.psit / job.N if (job.stage == 3 and job.oo == "none" and job.op == "none") else 0.0
     moments = {"loading the model": load, "after initialise": after + defrag + sum(off.values())}

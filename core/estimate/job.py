@@ -2,6 +2,11 @@
 
 Symbols as in docs/estimator.md: Ψ (``psi``) parameters including adapters, Ψt (``psit``) trainable ones,
 N GPUs in all, p bytes of the 16-bit type (4 in fp32).
+
+QLoRA stores every linear weight of the base but the output head in ``quant_bits`` (bitsandbytes skips
+the head): 4 bits plus the quantisation constants — one fp32 absmax per block of 64 weights (0.5 bits a
+weight), or with double quantisation one 8-bit absmax per 64 and one fp32 per 256 blocks (~0.127 bits;
+Dettmers et al. 2023, "QLoRA", section 3) — or 8 bits plus an fp32 scale per row (LLM.int8).
 """
 from __future__ import annotations
 
@@ -27,6 +32,19 @@ class Job:
     psi: float                 # Ψ: every parameter, adapters included
     psit: float                # Ψt: the trainable ones
     buckets: dict[str, int]    # DeepSpeed's bucket sizes as the ds_config sets them
+    quant_numel: int = 0       # QLoRA: base weights stored quantised (0 otherwise)
+    quant_largest: int = 0     # QLoRA: the largest quantised weight (dequantised one at a time)
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes of every weight on one GPU before any sharding: the 16-bit (or fp32) ones plus, for
+        QLoRA, the quantised ones with their constants."""
+        return self.p * (self.psi - self.quant_numel) + self.quant_numel * quant_bytes_per_weight(self.plan)
+
+    @property
+    def bytes_per_weight(self) -> float:
+        """Average bytes of one weight (what a stage-3 gather moves per element)."""
+        return self.weight_bytes / self.psi if self.psi else float(self.p)
 
     @property
     def stage(self) -> int:
@@ -47,14 +65,24 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware) -> Job:
     p = 4 if plan.precision == "fp32" else 2
     lora = None
     lora_params = 0
-    if plan.method == "lora":
+    if plan.uses_adapters():
         found = lora_targets_found(spec, plan.lora_targets)
         lora = LoraShape(frozenset(found), plan.lora_r, plan.lora_dropout, mask_bytes=1 if on_gpu else p)
         lora_params = sum(plan.lora_r * (i + o) * c for hits in found.values() for i, o, c in hits)
     psi = spec.params_total + lora_params
+    quantised = [(i * o, c) for n, i, o, c in spec.linear_modules if n != "lm_head"] if plan.method == "qlora" else []
     return Job(plan=plan, spec=spec, hw=hw, on_gpu=on_gpu, n_local=n_local, N=n_local * plan.nodes, p=p,
                lora=lora, psi=psi, psit=lora_params if lora is not None else psi,
-               buckets=bucket_sizes(plan, spec))
+               buckets=bucket_sizes(plan, spec), quant_numel=sum(n * c for n, c in quantised),
+               quant_largest=max((n for n, _ in quantised), default=0))
+
+
+def quant_bytes_per_weight(plan: Any) -> float:
+    """Bytes one quantised weight takes with its share of the constants (see the module docstring)."""
+    if plan.quant_bits == 8:
+        return 1.0 + 4 / 4096  # int8, and an fp32 scale per row of a few thousand weights
+    constants = (1 / 64 + 4 / (64 * 256)) if plan.double_quant else 4 / 64
+    return 0.5 + constants
 
 
 def pinned(nbytes: float, pin: bool = True) -> int:
@@ -77,7 +105,7 @@ def sub_groups(numel: int, size: int) -> list[int]:
 def largest_trainable(job: Job) -> int:
     """Elements of the largest trainable tensor (the offload staging buffer is sized by it)."""
     plan, spec = job.plan, job.spec
-    if plan.method != "lora":
+    if not plan.uses_adapters():
         return spec.largest_param_numel
     found = lora_targets_found(spec, plan.lora_targets)
     return max((plan.lora_r * max(i, o) for hits in found.values() for i, o, _ in hits), default=0)
@@ -86,7 +114,7 @@ def largest_trainable(job: Job) -> int:
 def per_weight_pinned(job: Job, n: int, pin: bool) -> int:
     """Host bytes of one pinned buffer per trainable weight (each rounded up on its own)."""
     plan, spec, p = job.plan, job.spec, job.p
-    if plan.method == "lora":
+    if plan.uses_adapters():
         found = lora_targets_found(spec, plan.lora_targets)
         return sum((pinned(p * plan.lora_r * i / n, pin) + pinned(p * plan.lora_r * o / n, pin)) * c
                    for hits in found.values() for i, o, c in hits)

@@ -57,6 +57,8 @@ def candidates(plan, hw: Hardware) -> list[Any]:
                 (2, "cpu", "none"), (1, "cpu", "none"), (3, "cpu", "none"), (3, "cpu", "cpu")]
     if nvme:
         offloads += [(3, "nvme", "none"), (3, "nvme", "cpu"), (3, "nvme", "nvme")]
+    if plan.method == "qlora":  # the quantised base stays on the GPU (and 8 bits cannot be sharded)
+        offloads = [o for o in offloads if o[2] == "none" and not (plan.quant_bits == 8 and o[0] == 3)]
     out = []
     for stage, oo, op in offloads:
         for mb in _micro_batches(per_gpu):
@@ -135,6 +137,9 @@ def why_nothing_fits(plan, hardware: Optional[Hardware] = None, spec: Optional[M
     tries: list[tuple[str, Any]] = []
     if plan.method == "full":
         tries.append(("--method lora", lean.with_changes(method="lora")))
+    if plan.method in ("full", "lora"):
+        # QLoRA keeps its 4-bit base on the GPU (no parameter offload), which it can afford.
+        tries.append(("--method qlora", lean.with_changes(method="qlora", offload_params="none")))
     if plan.seq_len >= 1024:
         tries.append((f"--seq-len {plan.seq_len // 2}", lean.with_changes(seq_len=plan.seq_len // 2)))
     nvme = _nvme_dir(plan, hw)

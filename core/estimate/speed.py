@@ -59,7 +59,7 @@ def matmul_params(spec) -> int:
 
 def adapted_modules(spec, plan) -> int:
     """Linear modules that carry a LoRA adapter (0 for a full fine-tune)."""
-    if plan.method != "lora":
+    if not plan.uses_adapters():
         return 0
     from zerotui.core.model.spec import lora_targets_found
 
@@ -68,7 +68,7 @@ def adapted_modules(spec, plan) -> int:
 
 def trainable_tensors(spec, plan) -> int:
     """Parameter tensors that get a gradient hook: every weight, or LoRA's A and B per adapted Linear."""
-    if plan.method == "lora":
+    if plan.uses_adapters():
         return 2 * adapted_modules(spec, plan)
     return sum(c for _, c in spec.param_shapes)
 
@@ -78,7 +78,7 @@ def step_time(plan, spec, trainable: int, world_size: int = 1, k: SpeedCoefficie
     T = plan.micro_batch * plan.seq_len
     L, h = spec.num_layers, spec.hidden_size
     mm = matmul_params(spec)
-    full = plan.method != "lora"
+    full = not plan.uses_adapters()
     p = 4 if plan.precision == "fp32" else 2
     psi = spec.params_total + (0 if full else trainable)
     attn = 6.0 * L * plan.seq_len * h          # QKᵀ and PV forward and backward, causal half

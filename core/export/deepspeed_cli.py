@@ -79,8 +79,8 @@ def launch_script(out: Path, deepspeed_argv: list[str], port: int, per_node: int
         *env_lines,
         f'export DEEPSPEED_TIMEOUT="${{DEEPSPEED_TIMEOUT:-{DEFAULT_TIMEOUT_MINUTES}}}"  # minutes per collective',
         "export PYTHONUNBUFFERED=1",
-        f'exec "${{PYTHON:-python3}}" -m {SUPERVISOR_MODULE} {shlex.quote(str(out))} --local-ranks {per_node} -- \\',
-        "  deepspeed " + " ".join(quoted) + ' "$@"',
+        f'exec "${{PYTHON:-python3}}" -m {SUPERVISOR_MODULE} {shlex.quote(str(out))} --local-ranks {per_node} -- '
+        "deepspeed " + " ".join(quoted) + ' "$@"',
         "",
     ])
 

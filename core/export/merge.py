@@ -1,7 +1,10 @@
 """``zerotui merge RUN -o DIR``: a run's result as a plain Hugging Face model folder.
 
 - LoRA runs: the adapter (from ``final/``, or the trainable weights of a checkpoint) is merged into the
-  base model with PEFT's ``merge_and_unload``, in fp32, then saved in the chosen dtype.
+  base model with PEFT's ``merge_and_unload``, in the run's precision, then saved in the chosen dtype.
+- QLoRA runs: the same, into the base as the adapter saw it during training — quantised with the run's
+  settings, then dequantised (transformers' ``dequantize``) — so the merged model computes what the
+  adapter model computed, not what the original 16-bit weights would.
 - Full fine-tunes: ``final/`` re-saved, or a checkpoint's ZeRO shards consolidated into one state dict
   with DeepSpeed's ``get_fp32_state_dict_from_zero_checkpoint`` (the zero_to_fp32 logic) — the fp32
   master weights, so a stopped run is usable without its GPUs.
@@ -83,8 +86,8 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = N
                        "or `zerotui resume` it")
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        if plan.method == "lora":
-            model = _merged_lora(plan, final if use_final else None, info)
+        if plan.uses_adapters():
+            model = _merged_lora(plan, final if use_final else None, info, dtype)
         else:
             model = _full_model(plan, final if use_final else None, info)
         model.to(_torch_dtype(dtype))
@@ -185,28 +188,46 @@ def _tied_names(model: Any) -> set[str]:
     return set(tied.keys() if isinstance(tied, dict) else tied)
 
 
-def _base_model(plan: Any) -> Any:
-    import torch
+def _base_model(plan: Any, out_dtype: str) -> Any:
+    """The base to merge into, in ``out_dtype`` (the run's precision unless asked otherwise: a 70B base
+    in fp32 would need 280 GB of RAM). QLoRA's is quantised as in training (compute dtype: the run's
+    precision), dequantised, then cast."""
     from transformers import AutoModelForCausalLM
 
-    from zerotui.core.model.load import _local_folder, load_config
+    from zerotui.core.model.load import _local_folder, load_config, torch_dtype
+    from zerotui.core.model.quantise import prepare_base, quantization_config
 
     folder = _local_folder(plan)
     source = str(folder) if folder is not None else plan.model
     config = load_config(plan)
+    dtype = torch_dtype(plan.precision if plan.method == "qlora" else out_dtype)
+    quantization = quantization_config(plan, dtype)
+    extra: dict[str, Any] = {} if quantization is None else {"quantization_config": quantization,
+                                                             "device_map": _merge_device()}
     try:
-        return AutoModelForCausalLM.from_pretrained(source, config=config, dtype=torch.float32,
-                                                    trust_remote_code=plan.trust_remote_code)
+        model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype=dtype,
+                                                     trust_remote_code=plan.trust_remote_code, **extra)
+        if quantization is not None:
+            prepare_base(model)
+            model = model.dequantize()
+        return model.to(_torch_dtype(out_dtype))
     except OSError as err:
         raise RunError(f"the base model {plan.model} could not be loaded to merge into "
                        f"({str(err).splitlines()[0][:160]})",
                        "the base model must be available locally or from the hub") from None
 
 
-def _merged_lora(plan: Any, final: Optional[Path], info: Optional[CheckpointInfo]) -> Any:
+def _merge_device() -> Any:
+    """bitsandbytes quantises on a GPU when there is one, else on the CPU."""
+    import torch
+
+    return {"": 0} if torch.cuda.is_available() else {"": "cpu"}
+
+
+def _merged_lora(plan: Any, final: Optional[Path], info: Optional[CheckpointInfo], dtype: str) -> Any:
     from peft import LoraConfig, PeftModel, get_peft_model
 
-    base = _base_model(plan)
+    base = _base_model(plan, dtype)
     if final is not None:
         model = PeftModel.from_pretrained(base, str(final))
     else:
@@ -220,4 +241,4 @@ def _merged_lora(plan: Any, final: Optional[Path], info: Optional[CheckpointInfo
             raise RunError(f"checkpoint {info.path} holds {len(got)} of the {len(wanted)} LoRA weights "  # type: ignore[union-attr]
                            "this plan's adapters need", "it was written with other lora_targets or lora_r")
         model.load_state_dict(got, strict=False)
-    return model.merge_and_unload()
+    return model.merge_and_unload().to("cpu")

@@ -4,7 +4,8 @@
 - a local folder written by ``save_pretrained``, a model in the Hugging Face cache, or a hub id.
 
 Stage 3 builds the model already partitioned (``zero.Init``, through transformers' own DeepSpeed
-integration), so a model larger than one rank's RAM can still be built. LoRA goes through PEFT.
+integration), so a model larger than one rank's RAM can still be built. LoRA and QLoRA go through PEFT;
+QLoRA's base is loaded in 4 or 8 bits by bitsandbytes (``quantise.py``).
 Training-time settings that matter for speed are applied here: SDPA attention by default,
 ``use_cache=False`` (a plain loop measured ~10% faster without the KV cache on the H200), and activation
 checkpointing with ``use_reentrant=False`` (the reentrant variant needs inputs that require grad and
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from zerotui.core.errors import ModelError
+from zerotui.core.model.quantise import device_map, prepare_base, logical_numel, quantization_config
 from zerotui.core.plan.schema import TINY_MODEL
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model.safetensors.index.json", "*.pt")
@@ -25,13 +27,13 @@ ATTENTION = {"sdpa": "sdpa", "eager": "eager", "flash": "flash_attention_2"}
 
 @dataclass
 class LoadedModel:
-    model: Any                      # nn.Module (a PeftModel for LoRA)
+    model: Any                      # nn.Module (a PeftModel for LoRA and QLoRA)
     tokenizer: Any
     config: Any                     # the base model's PretrainedConfig
     params_total: int
     params_trainable: int
     params_matmul: int              # weights used in matrix multiplies per token (FLOPs): no input embedding
-    is_lora: bool
+    is_lora: bool                   # adapters only (LoRA or QLoRA): checkpoints and final/ hold them alone
     # transformers' DeepSpeed integration holds only a weak reference to this: while it is alive, HF
     # code (save_pretrained, resize, from_pretrained) knows stage 3 is on. Keep it as long as the model.
     keepalive: list[Any] = field(default_factory=list)
@@ -150,34 +152,44 @@ def load_model(plan: Any, ds_config: dict, tokenizer: Any, config: Any = None,
     config.use_cache = False
     torch.manual_seed(plan.seed)  # new weights (LoRA adapters) depend only on the seed
     try:
-        model = _from_pretrained(plan, config, dtype, attn)
+        model = _from_pretrained(plan, config, dtype, attn, quantization_config(plan, dtype))
     except ImportError as err:  # flash-attn missing, most often
         raise ModelError(f"model {plan.model}: {str(err).splitlines()[0][:200]}",
                          "use --attention sdpa, or install the missing package") from None
     model.config.use_cache = False
     _check_vocab(model, tokenizer, plan)
+    if plan.method == "qlora":
+        prepare_base(model)
     if plan.grad_ckpt:
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    is_lora = plan.method == "lora"
+    is_lora = plan.uses_adapters()
     if is_lora:
-        model = _add_lora(model, plan)
+        model = _add_lora(model, plan, dtype)
     total, trainable, matmul = _count(model)
     if note:
-        note(f"model {plan.model}: {total / 1e6:,.1f}M weights, {trainable / 1e6:,.3f}M trainable"
-             f"{' (LoRA)' if is_lora else ''}, {plan.precision}, attention {attn}")
+        method = {"lora": " (LoRA)", "qlora": f" (QLoRA {plan.quant_bits}-bit)"}.get(plan.method, "")
+        note(f"model {plan.model}: {total / 1e6:,.1f}M weights, {trainable / 1e6:,.3f}M trainable{method}, "
+             f"{plan.precision}, attention {attn}")
     return LoadedModel(model, tokenizer, config, total, trainable, matmul, is_lora, keepalive)
 
 
-def _from_pretrained(plan: Any, config: Any, dtype: Any, attn: str) -> Any:
-    """The weights, in ``dtype``; under stage 3 (HfDeepSpeedConfig alive) partitioned while loading."""
+def _from_pretrained(plan: Any, config: Any, dtype: Any, attn: str, quantization: Any = None) -> Any:
+    """The weights, in ``dtype`` (QLoRA: quantised as ``quantization`` says); under stage 3
+    (HfDeepSpeedConfig alive) partitioned while loading."""
     from transformers import AutoModelForCausalLM
 
     folder = _local_folder(plan)
     source = str(folder) if folder is not None else plan.model
+    extra: dict[str, Any] = {}
+    if quantization is not None:
+        extra = {"quantization_config": quantization}
+        placement = device_map(plan)
+        if placement is not None:
+            extra["device_map"] = placement
     try:
         return AutoModelForCausalLM.from_pretrained(
             source, config=config, dtype=dtype, attn_implementation=attn,
-            trust_remote_code=plan.trust_remote_code, low_cpu_mem_usage=True)
+            trust_remote_code=plan.trust_remote_code, low_cpu_mem_usage=True, **extra)
     except ValueError as err:
         raise ModelError(f"model {source} is not a causal language model transformers can load "
                          f"({str(err).splitlines()[0][:160]})",
@@ -206,7 +218,7 @@ def _check_vocab(model: Any, tokenizer: Any, plan: Any) -> None:
                          f"only {rows} rows", "use the tokenizer saved with this model")
 
 
-def _add_lora(model: Any, plan: Any) -> Any:
+def _add_lora(model: Any, plan: Any, dtype: Any) -> Any:
     from peft import LoraConfig, get_peft_model
 
     names = {n.rsplit(".", 1)[-1] for n, _ in model.named_modules()}
@@ -218,7 +230,15 @@ def _add_lora(model: Any, plan: Any) -> Any:
                          f"its linear layers are: {', '.join(linear[:12])}")
     cfg = LoraConfig(r=plan.lora_r, lora_alpha=plan.lora_alpha, lora_dropout=plan.lora_dropout,
                      target_modules=list(plan.lora_targets), bias="none", task_type="CAUSAL_LM")
-    model = get_peft_model(model, cfg)
+    # The adapters in the training dtype, not PEFT's fp32 default (``autocast_adapter_dtype``): DeepSpeed
+    # keeps the fp32 master copy itself, and its ZeRO optimizers choose fp16 loss scaling from the dtype
+    # of the first trainable weight (stage_1_and_2.py / stage3.py: CreateLossScaler(dtype=...)). fp32
+    # adapters under ZeRO-3, which skips the engine's cast of a zero.Init model, meant a static scale of 1:
+    # fp16 gradients that were never scaled.
+    model = get_peft_model(model, cfg, autocast_adapter_dtype=False)
+    for p in model.parameters():
+        if p.requires_grad and p.dtype != dtype:
+            p.data = p.data.to(dtype)
     if plan.grad_ckpt:
         # The frozen embedding's output needs grad for checkpointed layers to backpropagate into LoRA.
         model.enable_input_require_grads()
@@ -226,7 +246,7 @@ def _add_lora(model: Any, plan: Any) -> Any:
 
 
 def _numel(p: Any) -> int:
-    return int(getattr(p, "ds_numel", 0) or p.numel())  # stage 3 partitions leave p.numel() == 0
+    return logical_numel(p)
 
 
 def _count(model: Any) -> tuple[int, int, int]:

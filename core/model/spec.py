@@ -323,4 +323,4 @@ def lora_trainable_params(spec: ModelSpec, plan) -> int:
 
 
 def trainable_params(spec: ModelSpec, plan) -> int:
-    return lora_trainable_params(spec, plan) if plan.method == "lora" else spec.params_total
+    return lora_trainable_params(spec, plan) if plan.uses_adapters() else spec.params_total

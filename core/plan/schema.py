@@ -17,8 +17,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from zerotui.core.errors import PlanError
+from zerotui.core.sizes import parse_size
 
-Method = Literal["full", "lora"]
+Method = Literal["full", "lora", "qlora"]
+QuantType = Literal["nf4", "fp4"]
 Precision = Literal["bf16", "fp16", "fp32"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
 DataFormat = Literal["auto", "text", "alpaca", "chat", "prompt_response"]
@@ -75,13 +77,22 @@ class Plan(BaseModel):
     max_samples: Optional[int] = Field(None, gt=0, description="Use at most this many rows (for quick tries).")
 
     # -- method -----------------------------------------------------------------------------------
-    method: Method = Field("full", description="full: train every weight. lora: train small adapters only.")
+    method: Method = Field("full", description=(
+        "full: train every weight. lora: train small adapters on a frozen 16-bit base. qlora: the same "
+        "adapters on a base stored in 4 (or 8) bits, about a quarter of LoRA's weight memory."))
     lora_r: int = Field(16, ge=1, le=4096, description="LoRA rank: adapter width; more is bigger and slower.")
     lora_alpha: int = Field(32, ge=1, description="LoRA scaling numerator (the update is scaled by alpha/r).")
     lora_dropout: float = Field(0.05, ge=0.0, lt=1.0, description="Dropout on the adapters' input.")
     lora_targets: list[str] = Field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
                                     min_length=1, description=(
         "Module names that get adapters, e.g. q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj."))
+
+    quant_bits: Literal[4, 8] = Field(4, description=(
+        "QLoRA only: bits per frozen weight: 4 (NF4 or FP4, bitsandbytes) or 8 (LLM.int8)."))
+    quant_type: QuantType = Field("nf4", description=(
+        "QLoRA 4-bit only: nf4 (NormalFloat, made for normally distributed weights) or fp4."))
+    double_quant: bool = Field(True, description=(
+        "QLoRA 4-bit only: quantise the quantisation constants too (saves ~0.4 bits per weight)."))
 
     # -- precision --------------------------------------------------------------------------------
     precision: Precision = Field("bf16", description=(
@@ -132,6 +143,9 @@ class Plan(BaseModel):
 
     # -- hardware ---------------------------------------------------------------------------------
     gpus: Optional[int] = Field(None, ge=1, description="GPUs per node to use (default: all detected).")
+    gpu_mem_cap: Optional[int] = Field(None, gt=0, description=(
+        "Use at most this much memory of each GPU (e.g. 24GiB): for a shared card, or to try on a big "
+        "card what a small one can do. The budget and Fit plan against it."))
     gpu_ids: Optional[list[int]] = Field(None, min_length=1, description=(
         "Use exactly these GPU indices on each node (e.g. 0,1); implies --gpus."))
     nodes: int = Field(1, ge=1, description="Number of machines (more than 1 needs --hostfile).")
@@ -191,6 +205,16 @@ class Plan(BaseModel):
                                  f"(got {section!r}); use null to remove the section")
         return value
 
+    @field_validator("gpu_mem_cap", mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        try:
+            return parse_size(value, "gpu_mem_cap")
+        except PlanError as err:
+            raise ValueError(f"gpu_mem_cap {value!r} is not a size: {err.hint}") from None
+
     # -- cross-field rules ------------------------------------------------------------------------
     @model_validator(mode="after")
     def _check_combinations(self) -> "Plan":
@@ -211,8 +235,13 @@ class Plan(BaseModel):
                 raise ValueError(f"gpu_ids must be distinct indices >= 0 (got {self.gpu_ids})")
             if self.gpus is not None and self.gpus != len(self.gpu_ids):
                 raise ValueError(f"gpus={self.gpus} disagrees with gpu_ids={self.gpu_ids}; give one of them")
-        if self.method == "lora" and any(not t.strip() for t in self.lora_targets):
+        if self.uses_adapters() and any(not t.strip() for t in self.lora_targets):
             raise ValueError("lora_targets has an empty module name")
+        if self.method == "qlora" and self.offload_params != "none":
+            raise ValueError("QLoRA keeps its quantised base on the GPU: offload_params must be none "
+                             "(use --offload-params none, or --method lora to offload a 16-bit base)")
+        if self.method == "qlora" and self.quant_bits == 8 and self.stage == 3:
+            raise ValueError("8-bit QLoRA weights cannot be sharded by ZeRO-3; use --quant-bits 4 or --stage 2")
         return self
 
     # -- derived values ---------------------------------------------------------------------------
@@ -236,6 +265,10 @@ class Plan(BaseModel):
     def train_batch(self, detected_gpus: int) -> int:
         """Sequences per optimizer step on a machine with ``detected_gpus``."""
         return self.sequences_per_step(self.world_size(detected_gpus))
+
+    def uses_adapters(self) -> bool:
+        """LoRA or QLoRA: only the adapters train; the base is frozen."""
+        return self.method in ("lora", "qlora")
 
     def uses_nvme(self) -> bool:
         return "nvme" in (self.offload_optimizer, self.offload_params)

@@ -214,6 +214,8 @@ def _memory_advice(plan: Any, hardware: Any, kind: str) -> tuple[str, str]:
     estimate_s = f"the estimate for this plan is {need / GIB:.1f} GiB {label}"
     if cap:
         estimate_s += f" of {cap / GIB:.1f} GiB"
+        if kind == "gpu" and getattr(plan, "gpu_mem_cap", None):
+            estimate_s += " (the plan's --gpu-mem-cap)"
     change_s = ""
     try:
         from zerotui.core.estimate.recommend import recommend, why_nothing_fits

@@ -20,7 +20,13 @@ from typing import Any, Optional
 from zerotui.core.errors import HardwareError, RunError
 from zerotui.core.train.distributed import init_distributed, rank0_first, rank0_work_group
 from zerotui.core.train.emit import Emit
+from zerotui.core.sizes import format_bytes
 from zerotui.core.train.loop import RunResult
+from zerotui.core.train.memory_cap import apply_gpu_mem_cap
+
+#: The CUDA context the allocator cap leaves room for when the run has no recorded budget (2.28 GiB
+#: measured on the H200, benchmarks/results/seed-scenarios-c-2026-12-01.json; the estimator's too).
+DEFAULT_CONTEXT_BYTES = int(2.28 * 2**30)
 
 #: Minimum seconds between two progress events of one phase (tokenising a million rows).
 PHASE_EVERY_S = 0.5
@@ -94,10 +100,17 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
 
     rank, world = init_distributed()
     check_precision(plan)  # before minutes of loading, not deep inside deepspeed.initialize
+    budget = _read_json(paths.estimate)
+    context = (budget or {}).get("breakdown", {}).get("gpu", {}).get("CUDA context") or DEFAULT_CONTEXT_BYTES
+    fraction = apply_gpu_mem_cap(plan, int(context))
     phases = _Phases(emit)
 
     def note(message: str) -> None:
         emit("log", message=message)
+
+    if fraction is not None:
+        note(f"GPU memory capped at {format_bytes(plan.gpu_mem_cap)}: the allocator may use {fraction:.1%} of "
+             "the card (the rest is left for the CUDA context)")
 
     random.seed(plan.seed)
     np.random.seed(plan.seed % 2**32)

@@ -18,7 +18,7 @@ import torch
 from zerotui.core.train.badsteps import OverflowRun, is_scale_floor_error, resume_point
 from zerotui.core.train.checkpoint import plan_hash
 from zerotui.core.model.flops import flops_per_token
-from zerotui.core.train.lossscale import ScaleWatch, live_loss_scale
+from zerotui.core.train.lossscale import ScaleWatch, live_loss_scale, loss_scale_is_dynamic
 from zerotui.core.train.rankflags import FlagSync, StepFlags
 from zerotui.core.data.sampler import DataPosition
 from zerotui.core.data.tokenise import IGNORE
@@ -54,7 +54,7 @@ class TrainLoop:
         self.started = time.monotonic()
         self.tokens_seen = 0                # non-padding tokens of all ranks, as of the last step event
         self.sync = FlagSync(world, rank, control, plan.save_minutes)
-        self.scale_watch = ScaleWatch(plan.fp16_min_loss_scale)
+        self.scale_watch = ScaleWatch(plan.fp16_min_loss_scale, 2.0 ** plan.fp16_initial_scale_power)
         self.plan_hash = plan_hash(plan)
         self._reset_interval()
         self.streak = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -192,24 +192,35 @@ class TrainLoop:
         loss = loss_sum / count if count else float("nan")
         grad_norm = _as_float(self.engine.get_global_grad_norm())
         scale = live_loss_scale(self.engine.optimizer, self.plan.precision)
+        dynamic = loss_scale_is_dynamic(self.engine.optimizer, self.plan.precision)
         skipped_total = int(getattr(self.engine, "skipped_steps", 0) or 0)
         # `skipped` counts overflow-skipped optimizer steps in this logging interval (what a chart marks);
         # `skipped_total` is DeepSpeed's running count since the engine started.
         skipped = skipped_total - self._skipped_at_log
         self.emit("step", step=self.step, epoch=round(self.order.epoch_float(), 4), loss=loss, lr=self.i_lr,
-                  grad_norm=grad_norm, loss_scale=scale, skipped=skipped, skipped_total=skipped_total,
+                  grad_norm=grad_norm, loss_scale=scale, loss_scale_dynamic=dynamic, skipped=skipped,
+                  skipped_total=skipped_total,
                   samples_per_s=samples / elapsed, tokens_per_s=tokens / elapsed,
                   tflops=flops / elapsed / self.world / 1e12, step_time=elapsed / steps,
                   nonfinite=int(n_bad), tokens=self.tokens_seen,
-                  elapsed_s=round(self.elapsed_before + time.monotonic() - self.started, 1))
+                  elapsed_s=round(self.elapsed_before + time.monotonic() - self.started, 1),
+                  **self._memory_peaks())
         self._monitor([("Train/Samples/train_loss", loss), ("Train/Samples/lr", self.i_lr),
                        ("Train/Samples/tokens_per_s", tokens / elapsed)])
-        alert = self.scale_watch.check(scale, skipped)
+        alert = self.scale_watch.check(scale, skipped, dynamic)
         self._skipped_at_log = skipped_total
         if alert:
             self.emit("alert", **alert)
         self._reset_interval()
         return self._check_nonfinite(streak, first_bad)
+
+    def _memory_peaks(self) -> dict[str, int]:
+        """This rank's allocator peaks since the process started (what the budget predicts; reading them
+        does not synchronise the GPU). Nothing on the CPU."""
+        if torch.device(self.device).type != "cuda":
+            return {}
+        return {"gpu_mem_allocated_peak": int(torch.cuda.max_memory_allocated(self.device)),
+                "gpu_mem_reserved_peak": int(torch.cuda.max_memory_reserved(self.device))}
 
     def _check_nonfinite(self, streak: int, first_bad: int) -> RunResult | None:
         limit = self.plan.max_nonfinite

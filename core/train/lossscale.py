@@ -42,27 +42,51 @@ def live_loss_scale(optimizer: Any, precision: str) -> Optional[float]:
     return None
 
 
-class ScaleWatch:
-    """Alerts once when the scale is within ``margin`` halvings of its floor; again only after it has
-    recovered (to 16× the floor), so a run that sits at the floor does not repeat the alert each log."""
+def loss_scale_is_dynamic(optimizer: Any, precision: str) -> Optional[bool]:
+    """Whether the live scale moves on overflow (True), is fixed (False), or there is none (None).
 
-    def __init__(self, min_scale: float, margin: int = 2) -> None:
+    ZeRO optimizers hold a ``loss_scaler`` (``DynamicLossScaler`` or the static ``LossScaler``, each with a
+    ``dynamic`` flag, deepspeed/runtime/fp16/loss_scaler.py); stage 0's ``FP16_Optimizer`` says it in
+    ``dynamic_loss_scale``."""
+    if precision != "fp16" or optimizer is None:
+        return None
+    for path in (("loss_scaler", "dynamic"), ("dynamic_loss_scale",), ("optimizer", "loss_scaler", "dynamic")):
+        obj = optimizer
+        try:
+            for name in path:
+                obj = getattr(obj, name)
+        except Exception:  # noqa: BLE001 - as above
+            continue
+        if isinstance(obj, bool):
+            return obj
+    return None
+
+
+class ScaleWatch:
+    """Alerts when a dynamic fp16 loss scale has fallen from where it started to within ``margin``
+    halvings of its floor; again only after it has recovered (to 16× the floor), so a run that sits at the
+    floor does not repeat the alert each log. A static scale never moves, so it is never a collapse."""
+
+    def __init__(self, min_scale: float, initial: float, margin: int = 2) -> None:
         self.floor = float(min_scale)
+        self.initial = float(initial)
         self.limit = self.floor * (2 ** margin)
         self.alerted = False
+        self.skipped = 0  # overflow-skipped steps since the last alert was armed
 
-    def check(self, scale: Optional[float], skipped_in_interval: int = 0) -> Optional[dict]:
-        if scale is None:
+    def check(self, scale: Optional[float], skipped_in_interval: int = 0,
+              dynamic: Optional[bool] = True) -> Optional[dict]:
+        if scale is None or dynamic is False:
             return None
+        self.skipped += skipped_in_interval
         if self.alerted and scale >= self.floor * 16:
-            self.alerted = False
-        if self.alerted or scale > self.limit:
+            self.alerted, self.skipped = False, skipped_in_interval
+        if self.alerted or scale > self.limit or scale >= self.initial:
             return None
         self.alerted = True
-        extra = f"; {skipped_in_interval} steps skipped since the last report" if skipped_in_interval else ""
         return {
             "kind": "loss_scale_collapse",
-            "message": f"fp16 loss scale fell to {scale:g} (floor {self.floor:g}): gradients keep "
-                       f"overflowing{extra}",
+            "message": f"fp16 loss scale fell from {self.initial:g} to {scale:g} (floor {self.floor:g}): "
+                       f"gradients keep overflowing; {self.skipped} optimizer step(s) skipped",
             "hint": "use --precision bf16 if the GPU supports it (Ampere or newer), or lower --lr",
         }

@@ -56,7 +56,8 @@ def resume(paths: RunPaths, **extra: str) -> subprocess.CompletedProcess:
 
 
 def worker_pid(paths: RunPaths, timeout: float = 30) -> int:
-    pid = wait_for(lambda: read_status(paths).get("pid"), timeout, "the worker's pid in status.json")
+    """The run's pid in status.json: its supervisor, the leader of the run's own session."""
+    pid = wait_for(lambda: read_status(paths).get("pid"), timeout, "the run's pid in status.json")
     return int(pid)
 
 
@@ -71,7 +72,9 @@ def wait_for(cond: Callable[[], Any], timeout: float, what: str, poll: float = 0
 
 
 def kill9(pid: int) -> None:
-    os.kill(pid, signal.SIGKILL)
+    """SIGKILL to every process of the run at once (its supervisor leads the session): a crash that
+    leaves nobody to write the end, so the run reads as lost."""
+    os.killpg(pid, signal.SIGKILL)
     wait_for(lambda: not pid_alive(pid), 10, f"pid {pid} to die")
 
 

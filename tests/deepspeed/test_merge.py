@@ -8,7 +8,7 @@ import json
 import pytest
 import torch
 
-from engine_runs import make_run, run_engine
+from engine_runs import events, make_run, run_engine
 from zerotui.core.errors import RunError
 from zerotui.core.export.merge import merge_run
 
@@ -110,3 +110,41 @@ def test_merge_cli(tmp_path, full_run, zerotui_cli):
     assert (tmp_path / "m" / "model.safetensors").exists()
     again = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not empty" in again.stderr
+
+
+@pytest.fixture(scope="module")
+def qlora_run(tmp_path_factory, cache):
+    paths = make_run(tmp_path_factory.mktemp("qlora") / "run", method="qlora", precision="fp32", lr=1e-2,
+                     max_steps=12, log_interval=2, save_interval=6, lora_targets=["q_proj", "v_proj", "down_proj"])
+    assert run_engine(paths, cache=cache)["state"] == "completed"
+    return paths
+
+
+def test_qlora_trains_a_4bit_base_and_merges_into_what_the_adapter_saw(tmp_path, qlora_run):
+    """bitsandbytes trains 4-bit models on the CPU: the loss goes down, the base stays 4-bit, and the
+    merged model (base quantised as in training, dequantised, adapter folded in) loads with
+    from_pretrained and computes the adapter model's logits."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    from engine_runs import losses
+    from zerotui.core.model.quantise import prepare_base, quantization_config
+    from zerotui.core.model.tiny import materialise
+    from zerotui.core.plan.schema import load_plan
+
+    steps = losses(qlora_run)
+    assert steps[12] < steps[2] - 0.1, steps
+    logs = [e["message"] for e in events(qlora_run, "log")]
+    assert any("QLoRA 4-bit" in m for m in logs), logs
+    plan = load_plan(qlora_run.plan)
+    base = AutoModelForCausalLM.from_pretrained(str(materialise(42)), dtype=torch.float32, device_map={"": "cpu"},
+                                                quantization_config=quantization_config(plan, torch.float32))
+    prepare_base(base)
+    assert type(base.model.layers[0].self_attn.q_proj).__name__ == "Linear4bit"
+    adapted = PeftModel.from_pretrained(base, str(qlora_run.final)).eval()
+    out = merge_run(qlora_run, tmp_path / "merged")
+    merged = load(out)
+    assert merged.dtype == torch.float32 and not any("lora" in k for k in merged.state_dict())
+    assert type(merged.model.layers[0].self_attn.q_proj).__name__ == "Linear"
+    torch.testing.assert_close(logits(merged), logits(adapted), atol=1e-4, rtol=1e-4)
+    assert not torch.allclose(logits(merged), logits(load(materialise(42), torch.float32)), atol=1e-3)

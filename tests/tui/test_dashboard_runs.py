@@ -10,10 +10,11 @@ from textual.widgets import DataTable
 from dashboard_helpers import last_t, make_run, pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
 from zerotui.tui.common.confirm import ConfirmScreen
 from zerotui.tui.dashboard.screen import DashboardScreen
+from zerotui.tui.dashboard.navigation import RunNavigation
 from zerotui.tui.dashboard.runs import RunsScreen
 
 
-class RunsApp(App):
+class RunsApp(RunNavigation):
     def __init__(self, runs_dir, now: float) -> None:
         super().__init__()
         self.runs_dir, self.now = runs_dir, now

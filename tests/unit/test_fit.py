@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from zerotui.core.estimate.recommend import recommend, why_nothing_fits
+from zerotui.core.hardware.detect import stated_hardware
 from zerotui.core.hardware.types import GpuInfo, Hardware
 from zerotui.core.estimate.budget import estimate
 from zerotui.core.model.spec import spec_for_plan, trainable_params
@@ -94,3 +95,15 @@ def test_recommender_first_choice_on_the_measured_h200_jobs():
     judged = [r for r in results if r["verdict"] != "unmeasured"]
     assert len(judged) >= 6
     assert all(r["verdict"] in ("ok", "ok (nothing fits)") for r in judged), judged
+
+
+def test_nothing_fits_suggests_qlora_when_only_qlora_would_fit():
+    """A 7B full fine-tune on a 24 GB card with 64 GB of RAM: the host cannot hold the offloaded states;
+    LoRA and QLoRA both would fit, and QLoRA needs little host RAM."""
+    plan = Plan(model="llama-2-7b", precision="fp16", stage=3, offload_optimizer="cpu", offload_params="cpu",
+                micro_batch=2, grad_accum=8, seq_len=1024, grad_ckpt=True)
+    hw = stated_hardware(gpu_mem=24 * 2**30, gpus=1, ram=64 * 2**30)
+    assert recommend(plan, hw) == []
+    lines = why_nothing_fits(plan, hw)
+    assert any(line.startswith("would fit with --method qlora") for line in lines), lines
+    assert any(line.startswith("would fit with --method lora") for line in lines), lines

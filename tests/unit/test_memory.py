@@ -255,3 +255,31 @@ def test_committed_h200_measurements_meet_the_targets():
     assert s["host_median_abs_error"] <= 0.05
     misses = {r["id"] for r in rows if r.get("host_error") is not None and abs(r["host_error"]) > 0.20}
     assert misses <= {"n-s3-lora-all-r32-mb4-ckpt"}
+
+
+def test_qlora_stores_the_linear_weights_in_4_bits_with_their_constants():
+    """Every linear weight but the head in 4 bits, plus one 8-bit absmax per 64 weights and one fp32 per
+    256 blocks (double quantisation); norms, embeddings and the head stay 16-bit; the adapters train."""
+    spec = _llama_family_spec("round", ROUND, "test")
+    h, hkv, inter, layers, vocab = 1024, 256, 2048, 4, 1000
+    linear = layers * (h * h + 2 * h * hkv + h * h + 3 * h * inter)
+    plan = Plan(model="round", method="qlora", stage=2, lora_targets=["q_proj"], lora_r=8, micro_batch=1)
+    g = estimate(plan, gpu_box(), spec).breakdown["gpu"]
+    adapters = layers * 8 * (h + h)
+    per_weight = 0.5 + 1 / 64 + 4 / (64 * 256)
+    assert g["weights (4-bit base)"] == int(2 * (spec.params_total + adapters - linear) + linear * per_weight)
+    assert g["dequantisation buffer"] == 2 * h * inter  # the largest linear, dequantised to bf16
+    assert g["optimizer states"] == 8 * adapters
+    no_dq = estimate(plan.with_changes(double_quant=False), gpu_box(), spec).breakdown["gpu"]["weights (4-bit base)"]
+    assert no_dq - g["weights (4-bit base)"] == pytest.approx(linear * (4 / 64 - 1 / 64 - 4 / (64 * 256)), abs=2)
+    lora = estimate(plan.with_changes(method="lora"), gpu_box(), spec)
+    assert estimate(plan, gpu_box(), spec).gpu_bytes < lora.gpu_bytes
+
+
+def test_a_gpu_memory_cap_is_the_capacity_the_budget_plans_against():
+    big = gpu_box(gib=141)
+    plan = Plan(model="llama-2-7b", method="lora", grad_ckpt=True)
+    assert estimate(plan, big).gpu_capacity == 141 * 2**30
+    capped = estimate(plan.with_changes(gpu_mem_cap="24GiB"), big)
+    assert capped.gpu_capacity == 24 * 2**30 and capped.gpu_bytes == estimate(plan, big).gpu_bytes
+    assert not estimate(plan.with_changes(gpu_mem_cap="8GiB"), big).fits

@@ -105,3 +105,28 @@ def test_known_models_lists_the_preset_names_and_specs_are_cached():
               "qwen2.5-0.5b", "qwen2.5-72b"):
         assert n in names
     assert spec_for_plan(Plan(model="llama-2-13b")) is spec_for_plan(Plan(model="llama-2-13b", stage=3))
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_lora_adapters_train_in_the_plans_dtype(precision):
+    """DeepSpeed's ZeRO optimizers pick fp16 loss scaling from the first trainable weight's dtype
+    (CreateLossScaler(dtype=...)): PEFT's fp32 adapters made ZeRO-3 train fp16 LoRA with a static scale
+    of 1. The adapters must come out in the training dtype."""
+    import torch
+
+    from deepspeed.runtime.fp16.loss_scaler import CreateLossScaler, DynamicLossScaler
+
+    from zerotui.core.model.load import _add_lora, torch_dtype
+    from zerotui.core.model.tiny import tiny_model
+    from zerotui.core.plan.schema import Plan
+
+    dtype = torch_dtype(precision)
+    plan = Plan(method="lora", precision=precision, lora_targets=["q_proj", "v_proj"])
+    model = _add_lora(tiny_model(42).to(dtype), plan, dtype)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    assert trainable and {p.dtype for p in trainable} == {dtype}
+    if precision == "fp16":
+        scaler = CreateLossScaler(dtype=trainable[0].dtype, static_loss_scale=1.0, dynamic_scaling=True,
+                                  dynamic_loss_args={"init_scale": 2**16, "scale_window": 1000, "min_scale": 1,
+                                                     "delayed_shift": 2, "consecutive_hysteresis": False})
+        assert isinstance(scaler, DynamicLossScaler) and scaler.cur_scale == 2**16

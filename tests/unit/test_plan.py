@@ -46,6 +46,9 @@ def test_train_batch_is_derived_from_micro_accum_and_world(fields, detected, wor
     ({"gpu_ids": [-1]}, ["gpu_ids"]),
     ({"gpus": 2, "gpu_ids": [0, 1, 2]}, ["gpus=2", "gpu_ids"]),
     ({"method": "lora", "lora_targets": ["q_proj", " "]}, ["lora_targets", "empty"]),
+    ({"method": "qlora", "stage": 3, "offload_params": "cpu"}, ["QLoRA", "offload_params", "--offload-params none"]),
+    ({"method": "qlora", "quant_bits": 8, "stage": 3}, ["8-bit", "ZeRO-3", "--quant-bits 4"]),
+    ({"gpu_mem_cap": "a lot"}, ["gpu_mem_cap", "24GiB"]),
 ])
 def test_cross_field_rules_name_the_fields(fields, words):
     with pytest.raises(PlanError) as err:

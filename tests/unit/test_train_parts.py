@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from zerotui.core.model.flops import flops_per_token
-from zerotui.core.train.lossscale import ScaleWatch, live_loss_scale
+from zerotui.core.train.lossscale import ScaleWatch, live_loss_scale, loss_scale_is_dynamic
 from zerotui.core.train.schedule import lr_factor
 
 
@@ -77,13 +77,36 @@ def test_live_loss_scale_of_zero_optimizers(module, cls):
 
 
 def test_scale_watch_alerts_once_near_the_floor_and_again_after_recovery():
-    w = ScaleWatch(min_scale=1.0)
-    assert w.check(65536.0) is None and w.check(None) is None
-    alert = w.check(4.0, skipped_in_interval=7)
-    assert alert["kind"] == "loss_scale_collapse" and "7 steps skipped" in alert["message"]
-    assert "bf16" in alert["hint"]
+    w = ScaleWatch(min_scale=1.0, initial=65536.0)
+    assert w.check(65536.0, 0) is None and w.check(None) is None
+    assert w.check(1024.0, skipped_in_interval=3) is None  # fell, but far from the floor
+    alert = w.check(4.0, skipped_in_interval=4)
+    assert alert["kind"] == "loss_scale_collapse" and "7 optimizer step(s) skipped" in alert["message"]
+    assert "fell from 65536 to 4" in alert["message"] and "bf16" in alert["hint"]
     assert w.check(2.0) is None  # still down there: no repeat
     assert w.check(64.0) is None and w.check(4.0) is not None
+
+
+def test_a_static_scale_is_never_a_collapse():
+    """DeepSpeed's static LossScaler (scale 1 when it thinks the weights are not fp16) must not raise the
+    collapse alert: it did not fall from anywhere."""
+    assert ScaleWatch(min_scale=1.0, initial=65536.0).check(1.0, 0, dynamic=False) is None
+    # A dynamic scale that starts at the floor (initial_scale_power 0) has not fallen either.
+    assert ScaleWatch(min_scale=1.0, initial=1.0).check(1.0, 5, dynamic=True) is None
+
+
+def test_the_kind_of_scale_is_read_from_deepspeeds_scalers():
+    from deepspeed.runtime.fp16.loss_scaler import DynamicLossScaler, LossScaler
+
+    class Opt:
+        pass
+
+    opt = Opt()
+    opt.loss_scaler = DynamicLossScaler(init_scale=1024, scale_window=1000, min_scale=1, delayed_shift=1,
+                                        consecutive_hysteresis=False)
+    assert loss_scale_is_dynamic(opt, "fp16") is True and loss_scale_is_dynamic(opt, "bf16") is None
+    opt.loss_scaler = LossScaler(scale=1.0)
+    assert loss_scale_is_dynamic(opt, "fp16") is False
 
 
 def test_flops_per_token_is_6n_plus_attention_and_counts_recompute_and_lora():

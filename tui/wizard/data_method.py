@@ -54,8 +54,12 @@ class DataMethodScreen(StepScreen):
         yield DataTable(id="data-preview", show_cursor=False, zebra_stripes=True)
         yield FieldRow("data_format", Select([(f, f) for f in FORMATS], value=s.value("data_format"),
                                              allow_blank=False, id=control_id("data_format")), title="Row format")
-        yield FieldRow("method", choice_set("method", [("full", "full fine-tune", ""), ("lora", "LoRA", "")],
+        yield FieldRow("method", choice_set("method", [("full", "full fine-tune", ""), ("lora", "LoRA", ""),
+                                                       ("qlora", "QLoRA (4-bit base)", "")],
                                             s.value("method"), horizontal=True), title="Method")
+        with Vertical(id="qlora-fields"):
+            yield FieldRow("quant_bits", choice_set("quant_bits", [(4, "4-bit", ""), (8, "8-bit", "")],
+                                                    s.value("quant_bits"), horizontal=True), title="Base weights")
         with Vertical(id="lora-fields"):
             yield num("lora_r", "LoRA rank r")
             yield num("lora_alpha", "LoRA alpha")
@@ -79,7 +83,8 @@ class DataMethodScreen(StepScreen):
 
     def refresh_derived(self) -> None:
         plan = self.state.plan
-        self.query_one("#lora-fields").display = self.state.value("method") == "lora"
+        self.query_one("#lora-fields").display = self.state.value("method") in ("lora", "qlora")
+        self.query_one("#qlora-fields").display = self.state.value("method") == "qlora"
         hw = self.host.hardware
         gpus = hw.gpu_count if hw is not None else 0
         world = plan.world_size(gpus)

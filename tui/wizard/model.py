@@ -26,7 +26,7 @@ def describe_spec(spec: Any, plan: Any = None) -> str:
     text = (f"{getattr(spec, 'arch', '?')} · {size} parameters ({params:,}) · {spec.num_layers} layers · "
             f"hidden {spec.hidden_size} · {spec.num_heads} heads ({spec.num_kv_heads} KV) · "
             f"vocab {spec.vocab_size:,}")
-    if plan is not None and plan.method == "lora":
+    if plan is not None and plan.uses_adapters():
         try:
             from zerotui.core.model.spec import lora_trainable_params
             t = lora_trainable_params(spec, plan)
@@ -60,7 +60,7 @@ class ModelScreen(StepScreen):
     def on_mount(self) -> None:
         super().on_mount()
         self.list_choices()
-        self.on_budget_changed()
+        self.budget_changed()
         self.query_one(f"#{control_id('model')}", Input).focus()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="model-choices",

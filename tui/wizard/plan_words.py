@@ -28,7 +28,7 @@ def plan_in_words(plan: Plan, hw: Optional[Hardware], spec: Any = None) -> list[
     gpus = hw.gpu_count if hw is not None else 0
     world = plan.world_size(gpus)
     model = plan.model + (f" ({getattr(spec, 'arch', '')}, {_params(spec)} parameters)" if spec is not None else "")
-    if plan.method == "lora":
+    if plan.uses_adapters():
         how = (f"LoRA adapters (r={plan.lora_r}, alpha={plan.lora_alpha}) on {', '.join(plan.lora_targets)}; "
                "the base weights stay frozen")
     else:

@@ -1,0 +1,246 @@
+"""The jobs users bring, run through the product on one GPU under a memory cap.
+
+    python -m benchmarks.seed_scenarios.run --out results.json --cap 24GiB \
+        --scenario 7b-lora-fit --scenario 7b-lora-seed --scenario 7b-qlora-fit --scenario 7b-qlora-seed
+    python -m benchmarks.seed_scenarios.run --dry-run          # the tiny shape on the CPU, to test the harness
+
+Each scenario is a plan (as the seed guide writes it, or as ``zerotui fit`` picks it for the capped card)
+trained by ``zerotui train PLAN --foreground`` (the real supervisor, worker and DeepSpeed engine) on a
+random-weight model folder of the named shape, built once per shape (weights do not change memory or
+speed). Reported per scenario: the estimate against the measured peak (the worker's
+``torch.cuda.max_memory_reserved`` plus the CUDA context the estimator assumes, and NVML's used memory),
+tokens/s and model-FLOPs utilisation (docs/seed_scenarios.md has the FLOP count), the fp16 loss scale as
+it moved, and start-up to the first step.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+SHAPES: dict[str, dict[str, Any]] = {
+    # Llama-2's published architectures (config.json of meta-llama/Llama-2-{7,13}b-hf).
+    "7b": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+               num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
+               rms_norm_eps=1e-5, tie_word_embeddings=False),
+    "13b": dict(vocab_size=32000, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
+                num_attention_heads=40, num_key_value_heads=40, max_position_embeddings=4096,
+                rms_norm_eps=1e-5, tie_word_embeddings=False),
+    "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
+                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
+                 rms_norm_eps=1e-5, tie_word_embeddings=False),
+}
+ALL_LINEAR = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+SEED_BATCH = dict(micro_batch=2, grad_accum=8, seq_len=1024, grad_ckpt=True)
+#: name -> (shape, plan fields, pick): "seed" runs the plan as the seed guide writes it; "fit" runs the
+#: first plan `zerotui fit` recommends for it on the capped card.
+SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "7b-lora-seed": ("7b", dict(method="lora", precision="fp16", stage=3, offload_optimizer="cpu", **SEED_BATCH), "seed"),
+    "7b-lora-fit": ("7b", dict(method="lora", precision="bf16", stage=3, offload_optimizer="cpu", **SEED_BATCH), "fit"),
+    # The seed's QLoRA + ZeRO-3, in fp16 (any card): its loss scale must move like LoRA's.
+    "7b-qlora-seed": ("7b", dict(method="qlora", precision="fp16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "seed"),
+    "7b-qlora-fit": ("7b", dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "fit"),
+    "13b-qlora-fit": ("13b", dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "fit"),
+    "13b-qlora-seed": ("13b", dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "seed"),
+    "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
+    "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
+}
+#: Dense bf16 matmul peak of an H200 SXM (NVIDIA's data sheet: 989 TFLOP/s without sparsity), and the
+#: rate its cuBLAS reaches on large GEMMs here (~790 TFLOP/s, the device notes), both reported.
+PEAK_SPEC = 989e12
+PEAK_MEASURED = 790e12
+
+
+def build_model(shape: str, folder: Path) -> dict[str, Any]:
+    """Random bf16 weights of ``shape`` (built on the GPU when there is one: seconds, not minutes)."""
+    t0 = time.time()
+    if (folder / "config.json").exists():
+        return {"built": False, "seconds": 0.0}
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from zerotui.core.model.tiny import tiny_tokenizer
+
+    torch.manual_seed(0)
+    cfg = LlamaConfig(**SHAPES[shape], pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    with torch.device(device):
+        model = LlamaForCausalLM._from_config(cfg, dtype=torch.bfloat16)
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(str(tmp), safe_serialization=True, max_shard_size="4GB")
+    tiny_tokenizer().save_pretrained(str(tmp))
+    os.rename(tmp, folder)
+    del model
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return {"built": True, "seconds": round(time.time() - t0, 1)}
+
+
+def write_data(path: Path, rows: int = 4000, words: int = 1400) -> Path:
+    import random
+
+    rng = random.Random(0)
+    vocab = "alpha beta gamma delta river stone cloud green table light house water paper bread music".split()
+    with open(path, "w", encoding="utf-8") as fh:
+        for _ in range(rows):
+            fh.write(json.dumps({"text": " ".join(rng.choice(vocab) for _ in range(words))}) + "\n")
+    return path
+
+
+def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_interval: int) -> Any:
+    from zerotui.core.plan.schema import plan_from_dict
+
+    shape, fields, pick = SCENARIOS[name]
+    plan = plan_from_dict(dict(name=name, model=str(model_dir), data=str(data), data_format="text",
+                               gpu_mem_cap=cap or None, gpus=1, lr=1e-4, warmup_steps=0,
+                               lr_schedule="constant", max_steps=steps, log_interval=log_interval,
+                               save_interval=0, save_minutes=0, save_final=False, eval_fraction=0.0,
+                               seed=1, **fields), name)
+    if pick == "fit":
+        from zerotui.core.estimate.recommend import recommend
+        from zerotui.core.hardware.detect import detect
+
+        recs = recommend(plan, detect(probe_disks=False))
+        if not recs:
+            raise SystemExit(f"{name}: nothing fits under the cap")
+        plan = recs[0].plan
+    return plan
+
+
+def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, str]:
+    plan_file = runs.parent / f"{plan.name}.yaml"
+    plan_file.write_text(plan.to_yaml())
+    env = dict(os.environ, ZEROTUI_TELEMETRY_S="2", PYTHONUNBUFFERED="1")
+    t0 = time.time()
+    try:
+        r = subprocess.run([sys.executable, "-m", "zerotui.cli.main", "train", str(plan_file), "--foreground",
+                            "--force", "--runs-dir", str(runs)], capture_output=True, text=True, env=env,
+                           timeout=timeout)
+        rc, tail = r.returncode, (r.stdout + r.stderr)[-1500:]
+    except subprocess.TimeoutExpired as err:
+        rc, tail = 124, str(err)[-500:]
+    folder = max((p for p in runs.iterdir() if p.is_dir() and p.name.endswith(plan.name)), key=lambda p: p.stat().st_mtime)
+    return folder, t0, rc, tail
+
+
+def measure(folder: Path, t0: float, skip_windows: int = 1) -> dict[str, Any]:
+    from zerotui.core.events.stream import read_all
+
+    evs = read_all(folder / "events.jsonl")
+    steps = [e for e in evs if e["type"] == "step"]
+    tele = [e for e in evs if e["type"] == "telemetry"]
+    fin = next((e for e in evs if e["type"] == "run_finished"), {})
+    alerts = [e for e in evs if e["type"] == "alert"]
+    kept = steps[skip_windows:] or steps
+    med = lambda k: statistics.median(e[k] for e in kept) if kept and all(isinstance(e.get(k), (int, float)) for e in kept) else None  # noqa: E731
+    nvml = max((g.get("mem_used") or 0 for e in tele for g in e.get("gpus") or []), default=None)
+    last = steps[-1] if steps else {}
+    started = next((e for e in evs if e["type"] == "run_started"), {})
+    return {
+        "state": fin.get("state"), "reason": fin.get("reason"), "steps": len(steps),
+        "tokens_per_s": med("tokens_per_s"), "tflops_per_gpu": med("tflops"), "step_time_s": med("step_time"),
+        "loss_first": steps[0]["loss"] if steps else None, "loss_last": last.get("loss"),
+        "loss_scale": [e.get("loss_scale") for e in steps], "loss_scale_dynamic": last.get("loss_scale_dynamic"),
+        "skipped_total": last.get("skipped_total"),
+        "alerts": [{"kind": a.get("kind"), "message": a.get("message")} for a in alerts],
+        "peak_allocated": last.get("gpu_mem_allocated_peak"), "peak_reserved": last.get("gpu_mem_reserved_peak"),
+        "nvml_used_max": nvml, "estimate": started.get("estimate"),
+        "first_step_s": round(steps[0]["t"] - t0, 1) if steps else None,
+        "params_total": started.get("params_total"), "params_trainable": started.get("params_trainable"),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--scenario", action="append", default=[])
+    ap.add_argument("--cap", default="24GiB")
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--log-interval", type=int, default=5)
+    ap.add_argument("--models-dir", type=Path, default=None)
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    from zerotui.core.sizes import parse_size
+
+    if a.dry_run:
+        a.scenario, a.cap, a.steps, a.log_interval = a.scenario or ["tiny-lora-seed", "tiny-qlora-fit"], "0", 6, 2
+    cap = parse_size(a.cap) if a.cap not in ("0", "none") else 0
+    work = Path(tempfile.mkdtemp(prefix="zt-seed-"))
+    models = a.models_dir or work / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else 1400)
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap,
+                           "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {}}
+    for name in a.scenario:
+        shape = SCENARIOS[name][0]
+        folder = models / f"llama-{shape}"
+        if shape not in out["builds"]:
+            # In a child process: a CUDA context left in this one would count in NVML's figure of the
+            # runs that follow (seen: ~0.9 GiB more "used" than the run's own process holds).
+            r = subprocess.run([sys.executable, "-c", "import json, sys; from pathlib import Path; "
+                                "from benchmarks.seed_scenarios.run import build_model; "
+                                "print(json.dumps(build_model(sys.argv[1], Path(sys.argv[2]))))", shape, str(folder)],
+                               capture_output=True, text=True)
+            out["builds"][shape] = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"error": r.stderr[-500:]}
+            print(f"model {shape}: {out['builds'][shape]}", flush=True)
+        plan = plan_for(name, folder, data, cap, a.steps, a.log_interval)
+        runs = work / "runs"
+        runs.mkdir(exist_ok=True)
+        run, t0, rc, tail = run_plan(plan, runs, a.timeout)
+        row = {"plan": plan.to_dict(), "rc": rc, **measure(run, t0)}
+        if rc != 0:
+            row["tail"] = tail
+        _derive(row, shape, cap)
+        out["scenarios"][name] = row
+        print(json.dumps({k: row.get(k) for k in ("state", "tokens_per_s", "mfu_spec", "peak_reserved",
+                                                  "estimate_gpu_bytes", "measured_gpu_bytes", "error_pct",
+                                                  "first_step_s")}), flush=True)
+        a.out.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+def _derive(row: dict[str, Any], shape: str, cap: int) -> None:
+    """MFU by the FLOP count in docs/seed_scenarios.md, and the estimate against the measured peak."""
+    from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
+
+    est = row.get("estimate") or {}
+    row["estimate_gpu_bytes"] = est.get("gpu_bytes")
+    if row.get("peak_reserved"):
+        row["measured_gpu_bytes"] = row["peak_reserved"] + CUDA_CONTEXT_BYTES
+        if est.get("gpu_bytes"):
+            row["error_pct"] = round(100 * (est["gpu_bytes"] - row["measured_gpu_bytes"]) / row["measured_gpu_bytes"], 1)
+    if row.get("tflops_per_gpu"):
+        row["mfu_spec"] = round(row["tflops_per_gpu"] * 1e12 / PEAK_SPEC, 3)
+        row["mfu_measured_peak"] = round(row["tflops_per_gpu"] * 1e12 / PEAK_MEASURED, 3)
+    row["fits_under_cap"] = bool(cap) and row.get("measured_gpu_bytes", 0) <= cap
+
+
+def _versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    out = {}
+    for name in ("torch", "deepspeed", "transformers", "peft", "bitsandbytes"):
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "-"
+    try:
+        import torch
+
+        out["gpu"] = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+    except Exception:  # noqa: BLE001
+        out["gpu"] = "?"
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
