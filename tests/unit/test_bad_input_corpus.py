@@ -72,7 +72,7 @@ ARGS = [
     ("unknown-option", [*T, "--no-such-option"], ["zerotui train", "--no-such-option", "zerotui train --help"]),
     ("unknown-command", ["frobnicate"], ["'frobnicate'", "train"]),
     ("bad-choice-stage", [*T, "--stage", "7"], ["--stage", "invalid choice: 7", "0, 1, 2, 3"]),
-    ("bad-choice-method", ["estimate", "--method", "qlora"], ["--method", "'qlora'", "'full', 'lora'"]),
+    ("bad-choice-method", ["estimate", "--method", "dora"], ["--method", "'dora'", "'full', 'lora', 'qlora'"]),
     ("not-an-int", [*T, "--micro-batch", "1.5"], ["--micro-batch", "'1.5'"]),
     ("bad-size-unit", ["estimate", "--gpu-mem", "24QB"], ["--gpu-mem", "'24QB'", "24GiB"]),
     ("bad-size-word", ["fit", "--ram", "lots"], ["--ram", "'lots'", "24GiB"]),
