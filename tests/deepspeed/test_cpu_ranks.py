@@ -1,10 +1,6 @@
-"""Several processes through DeepSpeed's own launcher, on the CPU (gloo): what CI can check of several GPUs.
-
-The slow tests start real detached runs with ``start_run`` (``--gpus 2`` on a machine without GPUs is
-two CPU ranks), so the whole chain runs as a user's would: zerotui's supervisor → ``deepspeed`` runner →
-``deepspeed.launcher.launch`` → two ``zerotui.core.run.worker`` ranks training the tiny model with ZeRO.
-They act on runs only through the run folder, the CLI and signals. The fast tests check the pieces that
-decide what a user is told (which rank failed and why) without starting DeepSpeed.
+"""Several processes through DeepSpeed's own launcher on the CPU (gloo): what CI can check of several
+GPUs. Real detached runs with two CPU ranks: training, a graceful stop of every process, a killed rank,
+an exception on one rank, a hung rank ended by the collective timeout.
 """
 from __future__ import annotations
 

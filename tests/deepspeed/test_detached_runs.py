@@ -1,8 +1,6 @@
-"""core/run/start.py and the whole run lifecycle with the real worker, DeepSpeed and the tiny model on CPU.
-
-The slow tests start real detached runs through ``start_run`` (or the CLI), exactly as a user does, and
-act on them only through the run folder, signals and the CLI: stop via control.jsonl and SIGTERM,
-kill -9 then ``zerotui resume``, a run that outlives the process that launched it.
+"""Whole detached runs through ``start_run`` or the CLI, exactly as a user starts them (supervisor,
+worker, DeepSpeed, the tiny model on the CPU), acted on only through the run folder, signals and the
+CLI: outliving the launcher, stop and resume, kill -9 and resume, --foreground with Ctrl-C.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""The training loop. Fast tests: the LR schedule, the live fp16 loss scale on DeepSpeed's own optimizer
-objects, the FLOP formula. Slow tests (marked): real DeepSpeed on CPU training the tiny model on the
-shipped data, one process per run: every ZeRO stage, CPU offload, LoRA, control, non-finite losses."""
+"""The training loop with real DeepSpeed on the CPU, the tiny model on the shipped data, one process per
+run: every ZeRO stage, LoRA, control (pause, checkpoint, stop now), non-finite losses, two ranks.
+"""
 from __future__ import annotations
 
 import pytest

@@ -1,8 +1,5 @@
-"""Security: no shell anywhere a user value reaches a subprocess, YAML loaded safely,
-files written with the user's umask, control commands only from the run folder's own control.jsonl, and
-a model's own code run only when the user asks for it.
-
-The run-level checks train the real tiny model with real DeepSpeed on the CPU (tens of seconds).
+"""Security of real runs on the tiny model: paths with spaces, quotes and semicolons train and run nothing
+else; a run's files and final/ follow a 077 umask.
 """
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""What DeepSpeed's op builds need (core/deepspeed/opbuild.py): the virtual environment's ninja when zerotui runs
-without the venv on PATH, and no wait on a lock that a killed build left behind. Also: a run leaves no
-shared-memory buffer behind in /dev/shm (engine._release_shm_name)."""
+"""Helpers of the op-build tests (tests/unit/test_opbuild.py, tests/deepspeed/test_opbuild_run.py).
+"""
 from __future__ import annotations
 
 import os

@@ -1,8 +1,4 @@
-"""Security: no shell anywhere a user value reaches a subprocess, YAML loaded safely,
-files written with the user's umask, control commands only from the run folder's own control.jsonl, and
-a model's own code run only when the user asks for it.
-
-The run-level checks train the real tiny model with real DeepSpeed on the CPU (tens of seconds).
+"""Helpers of the security tests (tests/unit/test_security.py, tests/deepspeed/test_security_runs.py).
 """
 from __future__ import annotations
 

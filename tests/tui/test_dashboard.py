@@ -257,3 +257,21 @@ async def test_recorded_real_run_opens_with_its_outcome(tmp_path):
         assert "no GPU telemetry" in screen.query_one("#chart-gpu-util").text
         assert h.series["loss"].latest < h.series["loss"].view(10).hi[0]  # the loss went down
         assert screen.has_class("-no-scale")  # fp32: no loss scale pane
+
+
+@pilot_test
+async def test_a_static_loss_scale_is_shown_as_static_and_a_dynamic_one_as_dynamic(tmp_path):
+    paths = make_run(tmp_path, "live.jsonl")
+    t = last_t(paths)
+    with EventWriter(paths.events) as w:
+        w.write({"v": 1, "t": t + 6, "type": "step", **_step(t + 6, 601, 2.0), "loss_scale": 1.0,
+                 "loss_scale_dynamic": False})
+    async with DashApp(paths).run_test(size=WIDE) as pilot:
+        screen = await loaded(pilot)
+        assert "1   (static: never moves, skipped steps" in text_of(screen.query_one("#pane-stats"))
+        assert not [a for a in screen.history.alerts if a.get("kind") == "loss_scale_collapse" and a["t"] > t]
+        with EventWriter(paths.events) as w:
+            w.write({"v": 1, "t": t + 12, "type": "step", **_step(t + 12, 602, 2.0), "loss_scale_dynamic": True})
+        await wait_for(pilot, lambda: screen.history.current_step == 602, what="step 602")
+        await wait_for(pilot, lambda: "dynamic, skipped" in text_of(screen.query_one("#pane-stats")),
+                       what="the dynamic scale in the stats")

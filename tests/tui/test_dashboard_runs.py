@@ -4,7 +4,6 @@ from __future__ import annotations
 import os
 import time
 
-from textual.app import App
 from textual.widgets import DataTable
 
 from dashboard_helpers import last_t, make_run, pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)

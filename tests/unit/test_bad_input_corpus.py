@@ -1,16 +1,6 @@
-"""The bad-input corpus: malformed plans, argument sets, data files and model folders, each
-through the real `zerotui` command in a fresh process, as a user meets them.
-
-Every case must end with exit code 2, exactly one line on stderr that names the problem (the file or the
-field) and says what would work, no traceback anywhere, and nothing written or changed: the whole corpus
-folder, the runs folder and the presets folder are compared (paths, sizes, mtimes, contents) before and
-after. Inputs live in tests/corpus/ (plans/, data/, models/); the binary, huge and foreign-encoding ones are
-written by tests/corpus/make_generated.py.
-
-Problems only the worker can see (torn weights, a tokenizer's view of the rows) are the slow cases at the
-end: the run starts, fails in seconds — before DeepSpeed is initialised where the problem is in the model
-or the data — and its run_finished event carries the same kind of one-line reason; the input files are
-left as they were.
+"""The bad-input corpus, CLI side: malformed plans, argument sets, data files and model folders, each
+through the real `zerotui` command in a fresh process; every case exits 2 with one line on stderr that
+names the problem and says what would work, and nothing is written.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Checkpoints: only complete ones count, the last K are kept, resume continues the same steps on the same
-data with the same results, a torn checkpoint is skipped, and a full disk fails clearly with the previous
-checkpoint intact. Fast tests on folders and states; slow ones train the tiny model with DeepSpeed."""
+"""Checkpoint folders and states, without an engine: only complete ones count, the last K are kept, a
+full disk is recognised, the plan hash, the RNG state round trip.
+"""
 from __future__ import annotations
 
 import errno

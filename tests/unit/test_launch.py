@@ -1,8 +1,5 @@
-"""core/run/start.py and the whole run lifecycle with the real worker, DeepSpeed and the tiny model on CPU.
-
-The slow tests start real detached runs through ``start_run`` (or the CLI), exactly as a user does, and
-act on them only through the run folder, signals and the CLI: stop via control.jsonl and SIGTERM,
-kill -9 then ``zerotui resume``, a run that outlives the process that launched it.
+"""Starting a run (core/run/start.py): what preflight refuses before anything is written, and resume's
+locking, with no DeepSpeed engine started.
 """
 from __future__ import annotations
 

@@ -112,7 +112,6 @@ def test_lora_adapters_train_in_the_plans_dtype(precision):
     """DeepSpeed's ZeRO optimizers pick fp16 loss scaling from the first trainable weight's dtype
     (CreateLossScaler(dtype=...)): PEFT's fp32 adapters made ZeRO-3 train fp16 LoRA with a static scale
     of 1. The adapters must come out in the training dtype."""
-    import torch
 
     from deepspeed.runtime.fp16.loss_scaler import CreateLossScaler, DynamicLossScaler
 

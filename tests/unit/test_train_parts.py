@@ -1,6 +1,6 @@
-"""The training loop. Fast tests: the LR schedule, the live fp16 loss scale on DeepSpeed's own optimizer
-objects, the FLOP formula. Slow tests (marked): real DeepSpeed on CPU training the tiny model on the
-shipped data, one process per run: every ZeRO stage, CPU offload, LoRA, control, non-finite losses."""
+"""Parts of the training loop, without an engine: the LR schedule, the live fp16 loss scale on
+DeepSpeed's own optimizer objects and its watch, the FLOP formula, the precision check.
+"""
 from __future__ import annotations
 
 import pytest

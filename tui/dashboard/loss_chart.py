@@ -57,5 +57,7 @@ class LossScaleChart(SeriesChart):
             hit = skipped.tot > 0
             self.markers(ctx, self.x_of(ctx, skipped)[hit], scale.lo[hit], color="red", marker="x")
         h = ctx.history
-        self.border_subtitle = (legend(("green", f"scale {format_number(h.series['loss_scale'].latest)}"))
+        static = (h.step or {}).get("loss_scale_dynamic") is False  # DeepSpeed's LossScaler: a fixed scale
+        self.border_subtitle = (legend(("green", f"scale {format_number(h.series['loss_scale'].latest)}"
+                                                 + (" (static)" if static else "")))
                                 + f" · [red]x[/] skipped {int(h.skipped_total)}")

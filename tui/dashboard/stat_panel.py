@@ -60,7 +60,8 @@ class StatPanel(Static):
         rows.append(("lr", f"{format_number(_num(ev, 'lr'))}   grad norm {format_number(_num(ev, 'grad_norm'))}"))
         scale = _num(ev, "loss_scale")
         if scale is not None:
-            rows.append(("loss scale", f"{format_number(scale)}   (skipped steps: {int(h.skipped_total)})"))
+            kind = {True: "dynamic, ", False: "static: never moves, "}.get(ev.get("loss_scale_dynamic"), "")
+            rows.append(("loss scale", f"{format_number(scale)}   ({kind}skipped steps: {int(h.skipped_total)})"))
         rows.append(("tokens/s", f"{format_number(_num(ev, 'tokens_per_s'))}   samples/s "
                                  f"{format_number(_num(ev, 'samples_per_s'))}"))
         step_time = _num(ev, "step_time")
