@@ -14,7 +14,16 @@ MAX_PAUSES = 100
 
 
 async def steady_frame(pilot, pause_s: float = 0.05) -> None:
-    """Pause until ``SAME_FRAMES`` consecutive screenshots are identical; fail if they never are."""
+    """Pause until ``SAME_FRAMES`` consecutive screenshots are identical; fail if they never are.
+
+    A focused Input's cursor blinks every 0.5 s: three equal frames 50 ms apart can catch it shown or
+    hidden, and a snapshot then differs only in the cursor's style (seen once in a full run). The blink is
+    turned off first, which leaves the cursor shown."""
+    from textual.widgets import Input
+
+    for screen in pilot.app.screen_stack:
+        for box in screen.query(Input):
+            box.cursor_blink = False
     previous, same = None, 0
     for _ in range(MAX_PAUSES):
         await pilot.pause(pause_s)
