@@ -61,6 +61,11 @@ if ! "$py" -c 'import torch' 2>/dev/null; then
   fi
 fi
 
+# Fused GPU kernels only where there is a GPU to run them (the `gpu` extra: liger-kernel).
+if has_nvidia_gpu; then
+  extras=${extras:+${extras%]},gpu]}; extras=${extras:-[gpu]}
+fi
+
 say "installing zerotui$extras (editable) and its dependencies"
 "${pip[@]}" install -q -e ".$extras"
 echo "$want" > "$stamp"

@@ -35,6 +35,8 @@ STEP_KEYS = [k for k, _ in STEPS]
 #: Wait this long before resolving a model that is not cached yet, so typing a hub id character by
 #: character does not start one lookup per key press.
 SPEC_DEBOUNCE_S = 0.3
+#: Plans the Fit dialog lists (the CLI's --top defaults to 5; the dialog has room for more).
+FIT_ALTERNATIVES = 10
 
 
 def _step_screen(key: str) -> Screen:
@@ -58,9 +60,11 @@ class ZeroTuiApp(RunNavigation):
     CSS_PATH = "app.tcss"
     TITLE = "zerotui"
     BINDINGS = [
-        Binding("f1,question_mark", "help", "Help"),
-        Binding("ctrl+t", "change_theme", "Theme", show=False),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
+        # "?" first: the footer shows the first key of a binding, and "?" is the one people guess
+        Binding("question_mark,f1", "help", "Help", tooltip="the keys of the screen you are on"),
+        Binding("ctrl+t", "change_theme", "Theme", show=False, tooltip="change the colour theme"),
+        Binding("ctrl+q", "quit", "Quit", priority=True,
+                tooltip="quit (a launched run keeps training; `zerotui attach` reopens it)"),
     ]
 
     budget_view: reactive[BudgetView] = reactive(BudgetView(pending=True), always_update=True)
@@ -248,7 +252,33 @@ class ZeroTuiApp(RunNavigation):
             self.go_to_step(STEP_KEYS[i - 1])
 
     def action_new_run(self) -> None:
+        """Start again from the default plan at step 1; asks first when the plan was changed."""
+        from zerotui.tui.wizard.state import starter_plan
+        fresh = starter_plan()
+        if self.state.plan == fresh and not self.state.errors:
+            self._start_over(fresh)
+            return
+        from zerotui.tui.common.confirm import ConfirmScreen
+
+        def answer(yes: Optional[bool]) -> None:
+            if yes:
+                self._start_over(fresh)
+        self.push_screen(ConfirmScreen(
+            "Start a new run?", "The plan goes back to the default (the tiny demo model); the changes "
+            "made to this one are dropped. Save it as a preset first to keep it.", yes="Start over"), answer)
+
+    def _start_over(self, plan: Plan) -> None:
+        self.apply_plan(plan)
         self.go_to_step(STEP_KEYS[0])
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
+        # Keys that would do nothing where they are leave the footer (Next on the last step, the
+        # review's ctrl+r on the review), which leaves room for the ones that do something.
+        if action == "next_step":
+            return self.current_step != STEP_KEYS[-1]
+        if action == "go_to_step" and parameters:
+            return self.current_step != parameters[0]
+        return True
 
     def action_choose_preset(self) -> None:
         from zerotui.tui.wizard.preset_picker import PresetPickerScreen
@@ -267,7 +297,7 @@ class ZeroTuiApp(RunNavigation):
     def action_help(self) -> None:
         from zerotui.tui.common.help import HelpScreen
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen())
+            self.push_screen(HelpScreen(self.screen))
 
     # -- Fit --------------------------------------------------------------------------------------
     def action_fit(self) -> None:
@@ -286,8 +316,10 @@ class ZeroTuiApp(RunNavigation):
         try:
             spec = self.spec_for(plan)
             from zerotui.core.estimate.recommend import recommend, why_nothing_fits
-            recs = recommend(plan, hardware, spec=spec)
-            why = [] if recs else why_nothing_fits(plan, hardware)
+            # The calls `zerotui fit` makes (cli/commands/fit.py), with the same model spec: the dialog
+            # and the command line must suggest the same ways out (LoRA, QLoRA, a shorter sequence...).
+            recs = recommend(plan, hardware, spec, limit=FIT_ALTERNATIVES)
+            why = [] if recs else why_nothing_fits(plan, hardware, spec)
             message = FitReady(revision, list(recs), list(why))
         except ZeroTuiError as err:
             message = FitReady(revision, error=err.one_line())
@@ -343,7 +375,7 @@ class ZeroTuiApp(RunNavigation):
     # -- command palette --------------------------------------------------------------------------
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        yield SystemCommand("New run", "Start the wizard at the model step", self.action_new_run)
+        yield SystemCommand("New run", "Start again from the default plan, at the model step", self.action_new_run)
         yield SystemCommand("Open a preset", "Load a built-in or saved preset and review it",
                             self.action_choose_preset)
         yield SystemCommand("Attach to a run", "Open the dashboard of a live or finished run", self.action_attach)
@@ -362,4 +394,4 @@ class ZeroTuiApp(RunNavigation):
                                 screen.action_copy_config)
             yield SystemCommand("Copy launch command", "Copy the exact command to the clipboard",
                                 screen.action_copy_command)
-        yield SystemCommand("Help", "Keys and steps of the wizard", self.action_help)
+        yield SystemCommand("Help", "The keys of this screen, and the App's", self.action_help)

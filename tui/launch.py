@@ -11,7 +11,7 @@ def run_wizard(preset: Optional[str] = None) -> int:
 
     app = ZeroTuiApp(preset=preset)
     app.run()
-    return int(app.return_code or 0)
+    return _finish(app)
 
 
 def run_attach(paths: Any) -> int:
@@ -19,4 +19,13 @@ def run_attach(paths: Any) -> int:
 
     app = ZeroTuiApp(attach=paths)
     app.run()
+    return _finish(app)
+
+
+def _finish(app: Any) -> int:
+    """Print the App's parting note (a detached dashboard: the run goes on, how to come back) on the
+    restored terminal, where it stays after the full-screen UI is gone."""
+    note = app.return_value
+    if isinstance(note, str) and note:
+        print(note)
     return int(app.return_code or 0)

@@ -100,6 +100,13 @@ class PresetsListed(Message):
     error: str = ""
 
 
+@dataclass
+class PresetFits(Message):
+    """Whether each listed preset fits this machine by the estimator: name -> "fits" / "needs ..."."""
+
+    marks: dict[str, str] = field(default_factory=dict)
+
+
 # -- dashboard and runs ---------------------------------------------------------------------------
 
 @dataclass

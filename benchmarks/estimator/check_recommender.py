@@ -44,7 +44,8 @@ def jobs(rows: list[dict]) -> dict[tuple, list[dict]]:
     for r in rows:
         if r.get("status") != "ok" or not r.get("group"):
             continue
-        p = plan_from_dict(r["plan"])
+        # Rows recorded before plans had `kernels` ran without Liger's kernels.
+        p = plan_from_dict({"kernels": "none", **r["plan"]})
         key = (r["shape"], p.method, p.precision, p.seq_len, p.micro_batch * p.grad_accum)
         r["_plan"] = p
         out.setdefault(key, []).append(r)

@@ -64,7 +64,8 @@ def estimates(rows: list[dict]) -> None:
     for r in rows:
         if r.get("status") != "ok":
             continue
-        plan = plan_from_dict(r["plan"])
+        # Rows recorded before plans had `kernels` ran without Liger's kernels.
+        plan = plan_from_dict({"kernels": "none", **r["plan"]})
         spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
         b = estimate(plan, hw, spec)
         r["estimate"] = b.to_dict()

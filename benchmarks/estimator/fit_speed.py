@@ -39,7 +39,8 @@ def prepared(paths: list[str]) -> list[tuple[dict, object, object, int, float]]:
     for r in load(paths):
         if r.get("status") != "ok":
             continue
-        plan = plan_from_dict(r["plan"])
+        # Rows recorded before plans had `kernels` ran without Liger's kernels.
+        plan = plan_from_dict({"kernels": "none", **r["plan"]})
         spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "matrix")
         out.append((r, plan, spec, trainable_params(spec, plan), measured_step(r)))
     return out

@@ -34,6 +34,10 @@ SHAPES: dict[str, dict[str, Any]] = {
     "13b": dict(vocab_size=32000, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                 num_attention_heads=40, num_key_value_heads=40, max_position_embeddings=4096,
                 rms_norm_eps=1e-5, tie_word_embeddings=False),
+    # TinyLlama-1.1B's architecture (its config.json), the 1.1B full fine-tune of benchmarks/speed.
+    "1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+               num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
+               rms_norm_eps=1e-5, tie_word_embeddings=False),
     "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),

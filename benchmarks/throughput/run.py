@@ -11,7 +11,7 @@ Cases:
   b  the same with ZeRO-3 and optimizer + parameters offloaded to CPU
 
 Contenders, each in its own process:
-  zerotui        the real worker (``python -m zerotui.core.run.worker RUN``): events to events.jsonl, telemetry
+  zerotui        the real worker under its supervisor (``zerotui.core.run.supervisor RUN --direct -- ... worker RUN``): events to events.jsonl, telemetry
                  every 5 s (the default), status heartbeat, control polling — what users run
   zerotui-bare   ``engine.train`` alone, events kept in memory: the 'events and telemetry off' side
   trainer        ``transformers.Trainer`` with ``deepspeed=`` the same ds_config.json
@@ -74,7 +74,9 @@ def run_one(contender: str, run_dir: Path, env: dict, log_interval: int, timeout
     out = run_dir / f"{contender}.json"
     mod = {"zerotui-bare": "benchmarks.throughput.engine_side", "trainer": "benchmarks.throughput.trainer_side"}
     if contender == "zerotui":
-        argv = [sys.executable, "-m", "zerotui.core.run.worker", str(run_dir)]
+        # The worker runs under its supervisor (the sole writer of run_finished), as `zerotui train` starts it.
+        argv = [sys.executable, "-m", "zerotui.core.run.supervisor", str(run_dir), "--direct", "--",
+                sys.executable, "-m", "zerotui.core.run.worker", str(run_dir)]
     else:
         argv = [sys.executable, "-m", mod[contender], str(run_dir), str(out)]
     started = time.time()

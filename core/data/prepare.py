@@ -2,7 +2,8 @@
 
 ``prepare_data(plan, tokenizer)`` reads the rows (``core/data/files.py``), detects or applies the format
 and renders each row (``core/data/prompts.py``), tokenises with the prompt masked (``core/data/tokenise.py``),
-splits a seeded eval set off, packs when asked, and caches the result on disk. The cache key covers
+splits a seeded eval set off, packs when asked (each packed sequence keeps its documents apart:
+``tokenise.pack``, docs/packing.md), and caches the result on disk. The cache key covers
 everything the result depends on (the file's path, size and mtime, the tokenizer and its chat
 template, and the plan fields that shape the data), so a resumed or repeated run loads in a moment and
 an edited file or a changed option tokenises afresh.
@@ -21,10 +22,12 @@ import torch
 from zerotui.core.data.files import BadRows, read_rows
 from zerotui.core.errors import DataError
 from zerotui.core.data.prompts import BadRow, Formatter, detect_format, expected_fields, template_source
-from zerotui.core.data.tokenise import TokeniseStats, TokenSet, collate, from_examples, pack, tokenise
+from zerotui.core.data.tokenise import (TokeniseStats, TokenSet, collate, collate_packed, from_examples, pack,
+                                        packing_supported, tokenise)
 from zerotui.core.paths import cache_root
 
-CACHE_VERSION = 1
+#: 2: packed sets store their document offsets, and the first label of each packed document is IGNORE.
+CACHE_VERSION = 2
 #: The plan fields that change the tokenised result (and so are part of the cache key).
 PLAN_KEYS = ("data", "data_format", "text_field", "prompt_field", "response_field", "messages_field",
              "eval_fraction", "packing", "max_samples", "seq_len", "seed")
@@ -78,8 +81,16 @@ class PreparedData:
     report: DataReport
     pad_id: int
     seq_len: int
+    #: The plan's attention kernel (sdpa, eager, flash): packed batches for flash carry varlen boundaries.
+    attention: str = "sdpa"
 
-    def batch(self, which: TokenSet, indices: list[int]) -> dict[str, torch.Tensor]:
+    def batch(self, which: TokenSet, indices: list[int]) -> dict[str, Any]:
+        """The model inputs of a micro-batch: ``collate`` (with ``attention_mask``) for unpacked sets,
+        ``collate_packed`` (``position_ids`` per document and a ``token_count`` entry that is no model
+        input) for packed ones."""
+        if which.packed:
+            rows = [(*which.example(i), which.positions(i)) for i in indices]
+            return collate_packed(rows, self.pad_id, self.seq_len, flash=self.attention == "flash")
         return collate([which.example(i) for i in indices], self.pad_id, self.seq_len)
 
 
@@ -106,6 +117,9 @@ def cache_key(plan: Any, data_fingerprint: str, tokenizer: Any) -> str:
 def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
                  use_cache: bool = True) -> PreparedData:
     """Tokenised train (and eval) sets for ``plan``; raises DataError when nothing usable remains."""
+    if plan.packing and not packing_supported():
+        raise DataError("packing needs transformers 4.54 or newer: older versions would let packed rows "
+                        "attend to each other", "upgrade transformers, or turn packing off", "packing")
     raw = read_rows(plan.data, plan.text_field, plan.max_samples)
     pad_id = _pad_id(tokenizer)
     key = cache_key(plan, raw.fingerprint, tokenizer)
@@ -115,7 +129,7 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
         if cached is not None:
             train, eval_, report = cached
             report.cache_hit = True
-            return PreparedData(train, eval_, report, pad_id, plan.seq_len)
+            return PreparedData(train, eval_, report, pad_id, plan.seq_len, _attention(plan))
 
     fmt = detect_format(raw.rows, plan, raw.source)
     report = DataReport(source=raw.source, format=fmt, rows_read=len(raw.rows) + raw.bad.count)
@@ -154,7 +168,11 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
     report.eval_sequences = len(eval_) if eval_ is not None else 0
     if use_cache:
         _save_cache(path, train, eval_, report)
-    return PreparedData(train, eval_, report, pad_id, plan.seq_len)
+    return PreparedData(train, eval_, report, pad_id, plan.seq_len, _attention(plan))
+
+
+def _attention(plan: Any) -> str:
+    return str(getattr(plan, "attention", "sdpa"))
 
 
 def _expected(fmt: str, plan: Any) -> str:

@@ -2,7 +2,14 @@
 
 A ``TokenSet`` keeps every example's ids and labels in two flat int32 tensors plus offsets, so a
 million rows cost a few hundred MB rather than Python lists of ints, save to the cache in one
-``torch.save`` and slice without copying.
+``torch.save`` and slice without copying. A packed set (``pack``) adds one more int64 tensor, the
+offset of every document inside the flat ids, from which each packed sequence's position ids are
+made at collation; there are no per-token Python lists and no per-token position tensor on disk.
+
+Two collations: ``collate`` for unpacked examples (right padding, a 2D ``attention_mask``), and
+``collate_packed`` for packed sequences (position ids restarting at 0 at every document, no
+``attention_mask``), from which transformers builds a block-diagonal causal mask; see ``pack`` and
+docs/packing.md for what that guarantees.
 """
 from __future__ import annotations
 
@@ -23,9 +30,17 @@ class TokenSet:
     ids: torch.Tensor       # int32, all examples back to back
     labels: torch.Tensor    # int32, IGNORE where the token is not a target
     offsets: torch.Tensor   # int64, len n+1: example i is ids[offsets[i]:offsets[i+1]]
+    #: Packed sets only (``pack``): int64, the start of every document in ``ids`` and ``len(ids)`` at
+    #: the end; every example (packed sequence) starts at a document, so ``offsets`` is a subset of it.
+    #: None: every example is a single document.
+    doc_offsets: Optional[torch.Tensor] = None
 
     def __len__(self) -> int:
         return int(self.offsets.numel()) - 1
+
+    @property
+    def packed(self) -> bool:
+        return self.doc_offsets is not None
 
     def example(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
         a, b = int(self.offsets[i]), int(self.offsets[i + 1])
@@ -34,18 +49,53 @@ class TokenSet:
     def lengths(self) -> torch.Tensor:
         return self.offsets[1:] - self.offsets[:-1]
 
+    def documents(self) -> int:
+        """How many documents (tokenised rows) the set holds: ``len(self)`` unless packed."""
+        return int(self.doc_offsets.numel()) - 1 if self.doc_offsets is not None else len(self)
+
+    def doc_lengths(self, i: int) -> torch.Tensor:
+        """int64 lengths of the documents packed into example ``i``, in order (one, unless packed)."""
+        a, b = self.offsets[i], self.offsets[i + 1]
+        if self.doc_offsets is None:
+            return (b - a).reshape(1)
+        lo, hi = (int(x) for x in torch.searchsorted(self.doc_offsets, torch.stack([a, b])))
+        return self.doc_offsets[lo + 1:hi + 1] - self.doc_offsets[lo:hi]
+
+    def positions(self, i: int) -> torch.Tensor:
+        """int64 position ids of example ``i``: 0, 1, ... restarting at every document it holds."""
+        n = int(self.offsets[i + 1] - self.offsets[i])
+        if self.doc_offsets is None:
+            return torch.arange(n, dtype=torch.int64)
+        return _positions(self.doc_lengths(i), n)
+
     def target_tokens(self) -> int:
         return int((self.labels != IGNORE).sum())
 
     def subset(self, order: Iterable[int]) -> "TokenSet":
-        return from_examples(self.example(i) for i in order)
+        if self.doc_offsets is None:
+            return from_examples(self.example(i) for i in order)
+        order = list(order)
+        out = from_examples(self.example(i) for i in order)
+        docs = [self.doc_lengths(i) for i in order]
+        lengths = torch.cat(docs) if docs else torch.zeros(0, dtype=torch.int64)
+        out.doc_offsets = torch.cat([torch.zeros(1, dtype=torch.int64), lengths.cumsum(0)])
+        return out
 
     def to_dict(self) -> dict[str, torch.Tensor]:
-        return {"ids": self.ids, "labels": self.labels, "offsets": self.offsets}
+        d = {"ids": self.ids, "labels": self.labels, "offsets": self.offsets}
+        if self.doc_offsets is not None:
+            d["doc_offsets"] = self.doc_offsets
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, torch.Tensor]) -> "TokenSet":
-        return cls(d["ids"], d["labels"], d["offsets"])
+        return cls(d["ids"], d["labels"], d["offsets"], d.get("doc_offsets"))
+
+
+def _positions(doc_lengths: torch.Tensor, n: int) -> torch.Tensor:
+    """0..len-1 for each document of ``doc_lengths`` (summing to ``n``), back to back."""
+    starts = torch.cumsum(doc_lengths, 0) - doc_lengths
+    return torch.arange(n, dtype=torch.int64) - torch.repeat_interleave(starts, doc_lengths, output_size=n)
 
 
 def from_examples(examples: Iterable[tuple[Any, Any]]) -> TokenSet:
@@ -112,25 +162,31 @@ def _labels_from_spans(ids: list[int], offsets: list[tuple[int, int]], spans: li
 def pack(examples: TokenSet, seq_len: int) -> TokenSet:
     """Greedy packing in order: examples are appended to a sequence while they fit, never split.
 
-    Splitting an example across two sequences would train its second half without its prompt. The
-    packed examples attend to each other (no per-document mask): the usual trade of simple packing,
-    harmless for short independent rows, and what keeps every attention kernel usable.
+    Splitting an example across two sequences would train its second half without its prompt. Each
+    packed sequence remembers where its documents start (``TokenSet.doc_offsets``), so that
+    ``collate_packed`` can give it position ids restarting at 0 at every document; from those,
+    transformers builds a block-diagonal causal mask (sdpa, eager) or runs varlen attention (flash), so
+    no document attends to another and each sees the positions it would see alone. The label of every
+    document's first token is set to IGNORE: unpacked, that label is never a target (nothing precedes
+    it), and packed it would make the previous document's last token predict the next document's
+    first. The loss of a packed batch is therefore the loss of its documents run one by one.
+
+    No copy of the tokens is made: packing keeps the order, so the packed ids are the examples' ids.
     """
-    out: list[tuple[torch.Tensor, torch.Tensor]] = []
-    cur_ids: list[torch.Tensor] = []
-    cur_labels: list[torch.Tensor] = []
-    used = 0
-    for i in range(len(examples)):
-        ids, labels = examples.example(i)
-        if used + len(ids) > seq_len and cur_ids:
-            out.append((torch.cat(cur_ids), torch.cat(cur_labels)))
-            cur_ids, cur_labels, used = [], [], 0
-        cur_ids.append(ids)
-        cur_labels.append(labels)
-        used += len(ids)
-    if cur_ids:
-        out.append((torch.cat(cur_ids), torch.cat(cur_labels)))
-    return from_examples(out)
+    lengths = examples.lengths().tolist()  # one int per example, not per token
+    bounds, used, pos = [0], 0, 0
+    for n in lengths:
+        if used + n > seq_len and used:
+            bounds.append(pos)
+            used = 0
+        used += n
+        pos += n
+    if pos > bounds[-1]:
+        bounds.append(pos)
+    docs = (examples.doc_offsets if examples.doc_offsets is not None else examples.offsets).clone()
+    labels = examples.labels.clone()
+    labels[docs[:-1]] = IGNORE
+    return TokenSet(examples.ids, labels, torch.tensor(bounds, dtype=torch.int64), docs)
 
 
 def collate(batch: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int, seq_len: int,
@@ -152,3 +208,63 @@ def collate(batch: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int, seq_len
         labels[row, :k] = lab
         mask[row, :k] = 1
     return {"input_ids": input_ids, "labels": labels, "attention_mask": mask}
+
+
+def packing_supported() -> bool:
+    """Whether the installed transformers builds per-document masks from ``position_ids``
+    (``masking_utils.find_packed_sequence_indices``, transformers >= 4.54): older versions would run
+    packed batches with one causal mask across their documents, silently."""
+    try:
+        from transformers import masking_utils
+    except ImportError:
+        return False
+    return hasattr(masking_utils, "find_packed_sequence_indices")
+
+
+#: The key of a packed batch that holds its number of non-padding tokens (a Python int). It is no model
+#: input: the training loop pops it before the forward (``core/train/loop.py``).
+TOKEN_COUNT = "token_count"
+
+
+def collate_packed(batch: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]], pad_id: int, seq_len: int,
+                   multiple: int = 8, flash: bool = False) -> dict[str, Any]:
+    """A micro-batch of packed sequences ``(ids, labels, position_ids)``, padded as ``collate`` pads.
+
+    There is no ``attention_mask``: transformers' masking (``masking_utils._preprocess_mask_arguments``)
+    looks for packed sequences in ``position_ids`` only when the 2D mask is None (and there is no KV
+    cache, which ``core/model/load.py`` turns off), then ANDs the causal mask with "same document"
+    (``find_packed_sequence_indices``) and, for sdpa and eager, materialises that block-diagonal
+    mask. The padding tail of a row is made a document of its own (positions 0, 1, ... again, labels
+    IGNORE): it attends only to itself, so it is never a target and changes nothing in the real
+    documents, and no attention row is left fully masked.
+
+    ``flash``: flash-attention-2 in transformers reads packed sequences from ``position_ids`` only for
+    a batch of one row (``_is_packed_sequence``) and otherwise runs plain causal attention across the
+    documents; so the varlen boundaries are passed explicitly as ``cu_seq_lens_q/k`` and
+    ``max_length_q/k`` (what ``DataCollatorWithFlattening(return_flash_attn_kwargs=True)`` returns),
+    over the row-major flattened batch: every row's documents and its padding tail are one sequence
+    each. ``max_length_*`` are Python ints, so flash-attn needs no device sync to read them.
+    """
+    longest = max(len(ids) for ids, _, _ in batch)
+    width = min(seq_len, -(-longest // multiple) * multiple)
+    n = len(batch)
+    input_ids = torch.full((n, width), pad_id, dtype=torch.long)
+    labels = torch.full((n, width), IGNORE, dtype=torch.long)
+    position_ids = torch.arange(width, dtype=torch.long).repeat(n, 1)
+    tokens = 0
+    for row, (ids, lab, pos) in enumerate(batch):
+        k = len(ids)
+        input_ids[row, :k] = ids
+        labels[row, :k] = lab
+        position_ids[row, :k] = pos
+        position_ids[row, k:] = torch.arange(width - k)
+        tokens += k
+    out: dict[str, Any] = {"input_ids": input_ids, "labels": labels, "position_ids": position_ids,
+                           TOKEN_COUNT: tokens}
+    if flash:
+        flat = position_ids.reshape(-1)
+        starts = (flat == 0).nonzero().view(-1)
+        cu = torch.cat([starts, torch.tensor([flat.numel()])]).to(torch.int32)
+        longest_doc = int(cu.diff().max())
+        out.update(cu_seq_lens_q=cu, cu_seq_lens_k=cu, max_length_q=longest_doc, max_length_k=longest_doc)
+    return out

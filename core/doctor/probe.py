@@ -117,6 +117,20 @@ def _deepspeed(out: dict[str, Any], torch: Any) -> None:
         out["ninja_error"] = _error(err)
 
 
+def _kernels(out: dict[str, Any], torch: Any) -> None:
+    """Whether Liger's fused kernels would apply here (``kernels: auto``), and why not."""
+    try:
+        from zerotui.core.model.kernels import choose, liger_status
+
+        gpu = bool(torch is not None and torch.cuda.is_available())
+        ok, why, archs = liger_status()
+        choice = choose("auto", "llama", 2, gpu)
+        out["kernels"] = {"liger_importable": ok, "why_not": why or None, "architectures": len(archs),
+                          "usable": choice.liger, "reason": choice.reason}
+    except BaseException as err:
+        out["kernels_error"] = _error(err)
+
+
 def probe() -> dict[str, Any]:
     # A run puts the venv's bin (its ninja) on PATH before DeepSpeed builds anything; look the same way.
     put_interpreter_bin_on_path()
@@ -125,6 +139,7 @@ def probe() -> dict[str, Any]:
     if torch is not None:
         _cuda_toolkit(out)
     _deepspeed(out, torch)
+    _kernels(out, torch)
     out["compiler"] = shutil.which("c++") or shutil.which("g++") or shutil.which("cc")
     return out
 

@@ -112,6 +112,7 @@ def collect(probe_software: bool = True, env: Optional[Mapping[str, str]] = None
             "jit_cache": ds.get("jit_cache"),
             "ops": ds.get("ops") or {},
         },
+        "kernels": sw.get("kernels") or ({"error": sw["kernels_error"]} if sw.get("kernels_error") else None),
         "pitfalls": [p.to_dict() for p in pitfalls],
         "timings": {"probe_s": sw.get("probe_s"), "torch_import_s": sw.get("torch_import_s"),
                     "deepspeed_import_s": sw.get("deepspeed_import_s"),
@@ -120,6 +121,16 @@ def collect(probe_software: bool = True, env: Optional[Mapping[str, str]] = None
 
 
 # -- text ----------------------------------------------------------------------------------------------
+def _kernel_lines(k: Optional[Mapping[str, Any]], width: int) -> list[str]:
+    if not k:
+        return []
+    if k.get("error"):
+        return ["", "Fused kernels"] + _row("Liger", f"not checked ({k['error']})", width)
+    state = (f"usable: `kernels: auto` applies them ({k.get('architectures')} architectures)" if k.get("usable")
+             else f"not used here: {k.get('reason')}")
+    return ["", "Fused kernels"] + _row("Liger", state, width)
+
+
 def _row(label: str, text: str, width: int) -> list[str]:
     return textwrap.wrap(text, width=width, initial_indent=f"  {label:<12} ", subsequent_indent=" " * 15,
                          break_on_hyphens=False) or [f"  {label}"]
@@ -207,6 +218,7 @@ def render_text(report: Mapping[str, Any], width: int = 80) -> str:
         out.append(f"  ({len(others)} other ops: {ok} can build; `zerotui doctor --json` lists them)")
     elif ds.get("error"):
         out += ["", "DeepSpeed ops: not checked (DeepSpeed does not import)"]
+    out += _kernel_lines(report.get("kernels"), width)
     pitfalls = report["pitfalls"]
     out += ["", f"Problems found: {len(pitfalls)}" if pitfalls else "No known problems found."]
     marks = {"error": "ERROR", "warning": "WARN", "info": "note"}

@@ -24,6 +24,12 @@ Logits: the loss (transformers ForCausalLMLoss) upcasts the logits (b·s·V) to 
 log_softmax; forward peaks at p + 4 + 4 bytes per logit (16-bit logits, fp32 copy, log-probabilities;
 p + 4 in fp32, where the upcast is a no-op), keeps 4 (log-probabilities) after the loss, and backward
 adds two fp32 gradients (8) on top: measured exactly on every row of the H200 sweep.
+
+Fused linear cross-entropy (Liger, ``core/model/kernels.py``) never holds those logits: it walks the
+tokens in chunks of ``min(BT, 2^ceil(log2(BT / ceil(V/h))))`` (a chunk's logits are about the size of
+the head's input), computing the loss and both gradients during forward, and keeps the gradient of the
+head's input (p·h per token) and, when the head trains, of its weight (p·V·h) for backward
+(liger_kernel/ops/fused_linear_cross_entropy.py).
 """
 from __future__ import annotations
 
@@ -44,7 +50,8 @@ class LoraShape:
 
 
 def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
-                          first_layer_input_frozen: bool = False, frozen_keeps_input: bool = False) -> float:
+                          first_layer_input_frozen: bool = False, frozen_keeps_input: bool = False,
+                          liger: bool = False) -> float:
     """Bytes kept for backward by one decoder layer, per token, without checkpointing.
 
     ``frozen_keeps_input``: ZeRO-3 replaces torch.nn.functional.linear with its own autograd function
@@ -53,7 +60,7 @@ def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
     not: LoRA under stage 3 keeps the inputs of its frozen base layers too (measured: +p·(2h + I))."""
     h, hkv, inter, heads = spec.hidden_size, spec.kv_size, spec.intermediate_size, spec.num_heads
     full = lora is None
-    norm = 4 * h + (p * h if full else 0)
+    norm = (p * h + 4) if liger else 4 * h + (p * h if full else 0)
     norm_first = 0.0 if first_layer_input_frozen else norm  # LoRA: nothing upstream needs a gradient
     if attention == "eager":
         attn = 4 * p * h + (4 + (p if p < 4 else 0)) * heads * seq_len
@@ -61,7 +68,7 @@ def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
         attn = p * (2 * h + 2 * hkv) + 4 * heads
     if full:
         attn_in = p * h                       # q/k/v share their input
-        mlp = p * h + 4 * p * inter           # gate/up input, silu(gate), gate, up, down's input
+        mlp = p * h + (3 if liger else 4) * p * inter  # gate/up input, silu(gate), gate, up, down's input
         return norm_first + norm + attn_in + attn + mlp
     # LoRA: frozen base weights keep nothing of their own (unless ZeRO-3's linear keeps their input);
     # adapters keep what lora_A and lora_B need.
@@ -79,34 +86,53 @@ def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
             extra += masks + len(hit) * (p * width + p * lora.r)
         else:
             extra += (0 if kept_already else p * width) + len(hit) * p * lora.r
-    mlp = 3 * p * inter                       # silu keeps gate; the product keeps silu(gate) and up
+    mlp = (2 if liger else 3) * p * inter     # silu keeps gate; the product keeps silu(gate) and up
     return norm_first + norm + attn + mlp + kept + extra
 
 
 def model_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
-                          grad_ckpt: bool, frozen_keeps_input: bool = False) -> float:
-    """Saved activation bytes per token for the whole decoder stack and the final norm / head input."""
+                          grad_ckpt: bool, frozen_keeps_input: bool = False, liger: bool = False,
+                          fused_ce: bool = False) -> float:
+    """Saved activation bytes per token for the whole decoder stack and the final norm / head input
+    (``fused_ce``: the head's input is not kept, fused_logits_bytes counts its gradient instead)."""
     h, layers = spec.hidden_size, spec.num_layers
-    if lora is None:
-        final = 4 * h + 2 * p * h             # final norm (fp32 input + normalised) and the head's input
+    head_input = 0 if fused_ce else p * h
+    if liger:
+        final = p * h + 4 + (head_input if lora is None or frozen_keeps_input else 0)
+    elif lora is None:
+        final = 4 * h + p * h + head_input    # final norm (fp32 input + normalised) and the head's input
     else:
-        final = 4 * h + (p * h if frozen_keeps_input else 0)
+        final = 4 * h + (head_input if frozen_keeps_input else 0)
     if grad_ckpt:
         return layers * p * h + final
-    per = layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input)
+    per = layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input,
+                                liger=liger)
     if lora is not None and layers:
         first = layer_bytes_per_token(spec, p, attention, seq_len, lora, first_layer_input_frozen=True,
-                                      frozen_keeps_input=frozen_keeps_input)
+                                      frozen_keeps_input=frozen_keeps_input, liger=liger)
         return first + (layers - 1) * per + final
     return layers * per + final
 
 
 def recompute_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
-                              frozen_keeps_input: bool = False) -> float:
+                              frozen_keeps_input: bool = False, liger: bool = False) -> float:
     """With checkpointing, backward rebuilds one layer's activations and its gradients at a time:
     the layer's saved tensors plus the widest gradients in flight (the MLP's, 3p·I, and two p·h)."""
-    return (layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input)
+    return (layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input,
+                                  liger=liger)
             + 3 * p * spec.intermediate_size + 2 * p * spec.hidden_size)
+
+
+def fused_logits_bytes(tokens: int, vocab: int, hidden: int, p: int, head_trains: bool) -> dict[str, float]:
+    """``logits_bytes`` for fused linear cross-entropy (see the module docstring)."""
+    if tokens <= 0:
+        return {"kept": 0.0, "forward_peak": 0.0, "backward_peak": 0.0, "grad_logits": 0.0}
+    inc = -(-vocab // max(1, hidden))
+    chunk = min(tokens, 1 << max(0, (-(-tokens // inc) - 1).bit_length()))
+    kept = p * float(tokens) * hidden + 4.0 * tokens + (p * float(vocab) * hidden if head_trains else 0.0)
+    # A chunk's logits in the 16-bit type and their fp32 softmax in the kernel.
+    return {"kept": kept, "forward_peak": kept + (p + 4.0) * chunk * vocab, "backward_peak": kept,
+            "grad_logits": 0.0}
 
 
 def logits_bytes(tokens: int, vocab: int, p: int) -> dict[str, float]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.activations import logits_bytes, model_bytes_per_token, recompute_bytes_per_token
+from zerotui.core.estimate.activations import fused_logits_bytes, logits_bytes, model_bytes_per_token, recompute_bytes_per_token
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
 
 
@@ -105,8 +105,10 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     # ZeRO-3's linear keeps every input, frozen or not (activations.py); bitsandbytes' 4-bit layers do not
     # go through it (their matmul saves only the packed weight, bitsandbytes/autograd/_functions.py).
     zero3_linear = job.stage == 3 and not job.quant_numel
-    saved = tokens * model_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, plan.grad_ckpt, zero3_linear)
-    lg = logits_bytes(tokens, spec.vocab_size, p)
+    saved = tokens * model_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, plan.grad_ckpt, zero3_linear,
+                                           liger=job.liger, fused_ce=job.fused_ce)
+    lg = (fused_logits_bytes(tokens, spec.vocab_size, spec.hidden_size, p, head_trains=not plan.uses_adapters())
+          if job.fused_ce else logits_bytes(tokens, spec.vocab_size, p))
     grads, step_transient = states.grads, states.step_transient
     grads_prev = grads if plan.grad_accum > 1 else 0.0
     phases: dict[str, dict[str, float]] = {
@@ -120,7 +122,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
                                "activations (recomputed layer)":
                                    tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora,
-                                                                    zero3_linear)}
+                                                                    zero3_linear, liger=job.liger)}
     phase = max(phases, key=lambda k: sum(phases[k].values()))
     g = dict(states.parts)
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul

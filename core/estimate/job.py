@@ -16,6 +16,7 @@ from typing import Any, Optional
 from zerotui.core.deepspeed.config import bucket_sizes
 from zerotui.core.estimate.activations import LoraShape
 from zerotui.core.hardware.types import Hardware
+from zerotui.core.model import kernels
 from zerotui.core.model.spec import ModelSpec, lora_targets_found
 
 
@@ -34,6 +35,8 @@ class Job:
     buckets: dict[str, int]    # DeepSpeed's bucket sizes as the ds_config sets them
     quant_numel: int = 0       # QLoRA: base weights stored quantised (0 otherwise)
     quant_largest: int = 0     # QLoRA: the largest quantised weight (dequantised one at a time)
+    liger: bool = False        # Liger's kernels (core/model/kernels.py): leaner norms and MLP activations
+    fused_ce: bool = False     # ... and its fused linear cross-entropy: no full logits
 
     @property
     def weight_bytes(self) -> float:
@@ -70,11 +73,13 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware) -> Job:
         lora = LoraShape(frozenset(found), plan.lora_r, plan.lora_dropout, mask_bytes=1 if on_gpu else p)
         lora_params = sum(plan.lora_r * (i + o) * c for hits in found.values() for i, o, c in hits)
     psi = spec.params_total + lora_params
+    fused = kernels.planned(plan.kernels, spec.arch, plan.stage, on_gpu)
     quantised = [(i * o, c) for n, i, o, c in spec.linear_modules if n != "lm_head"] if plan.method == "qlora" else []
     return Job(plan=plan, spec=spec, hw=hw, on_gpu=on_gpu, n_local=n_local, N=n_local * plan.nodes, p=p,
                lora=lora, psi=psi, psit=lora_params if lora is not None else psi,
                buckets=bucket_sizes(plan, spec), quant_numel=sum(n * c for n, c in quantised),
-               quant_largest=max((n for n, _ in quantised), default=0))
+               quant_largest=max((n for n, _ in quantised), default=0),
+               liger=fused.liger, fused_ce=fused.fused_ce)
 
 
 def quant_bytes_per_weight(plan: Any) -> float:

@@ -21,6 +21,7 @@ import numpy as np
 from zerotui.core.events.columns import HOST_SERIES, STEP_SERIES, Parsed, parse_events
 from zerotui.core.events.stream import as_float
 from zerotui.core.events.series import Series
+from zerotui.core.events.smoothing import ema
 
 #: Weight of the newest logged loss in the smoothed curve: ~20 logged points of memory, close to what
 #: TensorBoard's default smoothing (0.6 per point, on far fewer points) looks like on dense curves.
@@ -83,6 +84,9 @@ class RunHistory:
         self.last_t: Optional[float] = None
         self.started: Optional[dict] = None       # the latest run_started (a resume adds one)
         self.started_t: Optional[float] = None    # the first run_started: when training began
+        self.latest_start_t: Optional[float] = None  # the newest run_started (a resumed worker's)
+        self.worker_t: Optional[float] = None     # when the current worker's start-up began
+        self.train_clock: Optional[tuple[float, float]] = None  # (t, elapsed_s) of the newest step
         self.resumes = 0
         self.superseded = 0                       # step events dropped as redone by a resumed worker
         self.holds_superseded = False             # live: a resume redid steps already drawn; rebuild
@@ -142,12 +146,31 @@ class RunHistory:
         return max(0.0, (total - step) / rate)
 
     def elapsed_s(self, now: float) -> Optional[float]:
-        """Wall-clock time since training (or, before it, start-up) began, up to the end of the run."""
+        """Training time, up to ``now`` or the end: the newest step's ``elapsed_s`` (the worker's own
+        clock, which a resumed worker continues from its checkpoint, so time stopped and start-ups are
+        not in it) plus the time since that step while its worker goes on. Streams without it (older
+        writers): the wall-clock time since training, or start-up, began."""
+        end = float(self.finished["t"]) if self.finished else now
+        if self.train_clock is not None:
+            t, elapsed = self.train_clock
+            # A newer run_started is a resumed worker still starting: its training clock has not moved.
+            current = self.latest_start_t is None or t >= self.latest_start_t
+            return elapsed + (max(0.0, end - t) if current else 0.0)
         start = self.started_t if self.started_t is not None else self.first_t
         if start is None:
             return None
-        end = float(self.finished["t"]) if self.finished else now
         return max(0.0, end - start)
+
+    def startup_s(self, now: float) -> Optional[float]:
+        """How long the current worker has been starting up (to its first step, or the end): the one
+        clock of the start-up panel and of the numbers beside it."""
+        if self.worker_t is None:
+            return None
+        end = float(self.finished["t"]) if self.finished else now
+        step_t = float(self.step["t"]) if self.step is not None else None
+        if step_t is not None and step_t >= (self.latest_start_t or 0.0):  # this worker has trained
+            end = min(end, step_t)
+        return max(0.0, end - self.worker_t)
 
     def nbytes(self) -> int:
         return sum(s.nbytes() for s in self.series.values())
@@ -179,6 +202,8 @@ class RunHistory:
         self.events += count
         if self.first_t is None or lo < self.first_t:
             self.first_t = lo
+        if self.worker_t is None:
+            self.worker_t = lo
         if self.last_t is None or hi > self.last_t:
             self.last_t = hi
 
@@ -192,6 +217,13 @@ class RunHistory:
             handler(self, float(ev["t"]), ev, ch)
 
     def _on_phase(self, t: float, ev: dict, ch: Changes) -> None:
+        if self.finished is not None:
+            # A phase after run_finished is a resumed worker starting: the run is live again, and the
+            # start-up shown (its phases, its clock) is this worker's, not the first one's.
+            self.finished = None
+            self.phases = {}
+            self.worker_t = t
+            ch.groups.add("state")
         name = str(ev.get("name") or "?")
         info = self.phases.get(name)
         if info is None:
@@ -207,6 +239,7 @@ class RunHistory:
         self.started = ev
         if self.started_t is None:
             self.started_t = t
+        self.latest_start_t = t
         self.phase = None
         self.finished = None  # a resumed run is live again
         self._rate.clear()
@@ -289,10 +322,13 @@ class RunHistory:
         until = self._until
         for i, name in enumerate(STEP_SERIES, start=2):
             self.series[name].extend(t, step, cols[:, i], until)
-        smooth, self.loss_ema = _ema(cols[:, 2], self.loss_ema, SMOOTHING)
+        smooth, self.loss_ema = ema(cols[:, 2], self.loss_ema, SMOOTHING)
         self.series["loss_smooth"].extend(t, step, smooth, until)
         self.skipped_total += float(np.nansum(cols[:, 2 + STEP_SERIES.index("skipped")]))
         self.step = last
+        clock = as_float(last.get("elapsed_s"))
+        if clock is not None:
+            self.train_clock = (float(last["t"]), clock)
         self.step_events += len(t)
         if self.phase is not None:
             self.phase = None
@@ -336,34 +372,6 @@ class RunHistory:
 
 
 # -- helpers --------------------------------------------------------------------------------------
-
-def _ema(values: np.ndarray, state: Optional[float], alpha: float) -> tuple[np.ndarray, Optional[float]]:
-    """Exponential moving average over the finite values; non-finite points repeat the previous mean.
-
-    Vectorised per block: inside a block the recursion is a weighted cumulative sum; 256-point blocks keep
-    the weights (1-alpha)^-k below 1e6 for alpha=0.05, far from float64 trouble."""
-    out = np.empty(len(values))
-    finite = np.isfinite(values)
-    x = values[finite]
-    y = np.empty(len(x))
-    decay = 1.0 - alpha
-    block = 256
-    for b in range(0, len(x), block):
-        xb = x[b:b + block]
-        k = np.arange(len(xb))
-        if state is None:
-            state = float(xb[0])
-        up = decay ** -(k.astype(np.float64))
-        csum = np.cumsum(alpha * xb * up)
-        yb = decay ** (k + 1) * state + csum * decay ** k
-        y[b:b + block] = yb
-        state = float(yb[-1])
-    # Spread back: each position takes the mean as of its last finite point (NaN before the first).
-    pos = np.cumsum(finite) - 1
-    filled = np.where(pos >= 0, y[np.maximum(pos, 0)] if len(y) else np.nan, np.nan)
-    out[:] = filled
-    return out, state
-
 
 def _fmt(value: Optional[float]) -> str:
     return "?" if value is None else f"{value:.4g}"

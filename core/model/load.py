@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from zerotui.core.errors import ModelError
+from zerotui.core.model import kernels
 from zerotui.core.model.quantise import device_map, prepare_base, logical_numel, quantization_config
 from zerotui.core.plan.schema import TINY_MODEL
 
@@ -37,6 +38,7 @@ class LoadedModel:
     # transformers' DeepSpeed integration holds only a weak reference to this: while it is alive, HF
     # code (save_pretrained, resize, from_pretrained) knows stage 3 is on. Keep it as long as the model.
     keepalive: list[Any] = field(default_factory=list)
+    kernel_choice: kernels.KernelChoice = kernels.KernelChoice(False, False, "not chosen")
 
     @property
     def num_layers(self) -> int:
@@ -149,6 +151,8 @@ def load_model(plan: Any, ds_config: dict, tokenizer: Any, config: Any = None,
         keepalive.append(HfDeepSpeedConfig(ds_config))
     dtype = torch_dtype(plan.precision)
     attn = ATTENTION[plan.attention]
+    # Before the weights load: an impossible ``kernels: liger`` should not cost a 7B load first.
+    fused = kernels.require(plan, str(getattr(config, "model_type", "") or ""), torch.cuda.is_available())
     config.use_cache = False
     torch.manual_seed(plan.seed)  # new weights (LoRA adapters) depend only on the seed
     try:
@@ -158,6 +162,7 @@ def load_model(plan: Any, ds_config: dict, tokenizer: Any, config: Any = None,
                          "use --attention sdpa, or install the missing package") from None
     model.config.use_cache = False
     _check_vocab(model, tokenizer, plan)
+    kernels.apply(model, fused)  # before PEFT wraps the modules and DeepSpeed hooks them
     if plan.method == "qlora":
         prepare_base(model)
     if plan.grad_ckpt:
@@ -169,8 +174,8 @@ def load_model(plan: Any, ds_config: dict, tokenizer: Any, config: Any = None,
     if note:
         method = {"lora": " (LoRA)", "qlora": f" (QLoRA {plan.quant_bits}-bit)"}.get(plan.method, "")
         note(f"model {plan.model}: {total / 1e6:,.1f}M weights, {trainable / 1e6:,.3f}M trainable{method}, "
-             f"{plan.precision}, attention {attn}")
-    return LoadedModel(model, tokenizer, config, total, trainable, matmul, is_lora, keepalive)
+             f"{plan.precision}, attention {attn}; {fused.describe()}")
+    return LoadedModel(model, tokenizer, config, total, trainable, matmul, is_lora, keepalive, fused)
 
 
 def _from_pretrained(plan: Any, config: Any, dtype: Any, attn: str, quantization: Any = None) -> Any:

@@ -25,6 +25,7 @@ Precision = Literal["bf16", "fp16", "fp32"]
 OffloadTarget = Literal["none", "cpu", "nvme"]
 DataFormat = Literal["auto", "text", "alpaca", "chat", "prompt_response"]
 Attention = Literal["sdpa", "eager", "flash"]
+Kernels = Literal["auto", "liger", "none"]
 Schedule = Literal["cosine", "linear", "constant"]
 
 #: ds_config sections DeepSpeed reads as objects (deepspeed/runtime/config.py reads each with
@@ -60,6 +61,9 @@ class Plan(BaseModel):
         "Run the model repository's own Python code. Only for models you trust."))
     attention: Attention = Field("sdpa", description=(
         "Attention kernel: sdpa (PyTorch's fused kernel, default), flash (flash-attn 2), eager."))
+    kernels: Kernels = Field("auto", description=(
+        "Fused GPU kernels (Liger: RMSNorm, RoPE, SwiGLU, a loss that never holds the full logits): "
+        "auto (on where a GPU and the architecture allow), liger (required), none."))
 
     # -- data -------------------------------------------------------------------------------------
     data: str = Field(SAMPLE_DATA, min_length=1, description=(
@@ -73,7 +77,9 @@ class Plan(BaseModel):
     messages_field: str = Field("messages", description="Column holding the conversation (format 'chat').")
     eval_fraction: float = Field(0.05, ge=0.0, lt=0.5, description=(
         "Fraction of rows held out for evaluation (0 disables evaluation)."))
-    packing: bool = Field(False, description="Pack short samples together up to the sequence length.")
+    packing: bool = Field(False, description=(
+        "Pack short samples together up to the sequence length; each keeps its own positions and never "
+        "attends to the others."))
     max_samples: Optional[int] = Field(None, gt=0, description="Use at most this many rows (for quick tries).")
 
     # -- method -----------------------------------------------------------------------------------
@@ -181,6 +187,9 @@ class Plan(BaseModel):
     save_interval: int = Field(500, ge=0, description="Optimizer steps between checkpoints (0: never by step).")
     save_minutes: float = Field(30.0, ge=0, description="Minutes between checkpoints (0: never by time).")
     keep_checkpoints: int = Field(2, ge=1, description="Complete checkpoints kept on disk (oldest removed).")
+    save_background: bool = Field(True, description=(
+        "Write interval checkpoints in the background: training waits only while the state is copied to "
+        "host memory (a file is written at once when free RAM cannot hold its copy)."))
     save_final: bool = Field(True, description="Write final/ (HF model or adapter) when the run completes.")
     tensorboard: bool = Field(False, description="Also log to TensorBoard (run dir / tensorboard).")
     csv_log: bool = Field(False, description="Also log to CSV files (run dir / csv).")

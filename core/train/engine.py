@@ -159,7 +159,8 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
         if world > 1:
             torch.distributed.barrier()
 
-    ckpt = Checkpointer(engine, paths.checkpoints, plan, rank, emit, barrier, exclude_frozen=loaded.is_lora)
+    ckpt = Checkpointer(engine, paths.checkpoints, plan, rank, emit, barrier, exclude_frozen=loaded.is_lora,
+                        world=world)
     loop = TrainLoop(plan=plan, engine=engine, loaded=loaded, data=data, order=order, total=total,
                      rank=rank, world=world, emit=emit, control=control, ckpt=ckpt, paths=paths,
                      rank0_wait=(lambda: torch.distributed.barrier(group=long_group)) if long_group else None)
@@ -181,7 +182,11 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
          steps_per_epoch=max(1, order.batches_per_epoch // plan.grad_accum),
          train_sequences=len(data.train), eval_sequences=len(data.eval) if data.eval is not None else 0,
          data_format=data.report.format, estimate=_read_json(paths.estimate))
-    return loop.run()
+    try:
+        ckpt.prepare()  # pinned buffers for background saves, made while training starts
+        return loop.run()
+    finally:
+        ckpt.drain()  # a checkpoint still being written in the background is finished, not torn
 
 
 def check_precision(plan: Any, acc: Any = None) -> None:

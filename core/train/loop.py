@@ -97,8 +97,10 @@ class TrainLoop:
                 if not is_scale_floor_error(exc):
                     raise
                 return self._stop_at_scale_floor()
+            self.ckpt.poll()  # a background checkpoint that ended: its event, or its failure
             if first:  # start-up is over: clients stop showing "first step" before the first step event
                 first = False
+                self.ckpt.started()
                 self.emit("phase", name="training", done=self.step, total=self.total)
             logged = self.step % self.plan.log_interval == 0 or self.step == self.total
             if logged and (result := self._log()) is not None:
@@ -119,12 +121,13 @@ class TrainLoop:
         for micro in range(gas):
             idx = self.order.next()
             batch = self.data.batch(self.data.train, idx)
-            ntok = int(batch["attention_mask"].sum())
+            # Packed batches have no attention_mask: they carry their count ("token_count", no model input).
+            ntok = int(batch.pop("token_count")) if "token_count" in batch else int(batch["attention_mask"].sum())
             width = int(batch["input_ids"].shape[1])
             self.i_tokens += ntok
             self.i_flops += ntok * self._fpt(width)
             batch = {k: (v.pin_memory() if self.pin else v).to(self.device, non_blocking=True)
-                     for k, v in batch.items()}
+                     if isinstance(v, torch.Tensor) else v for k, v in batch.items()}  # flash's max_length_*: ints
             loss = engine(**batch).loss
             engine.backward(loss)
             if micro == gas - 1:
@@ -285,8 +288,10 @@ class TrainLoop:
             for b in range(n_batches):
                 start = (b * world + self.rank) * mb
                 batch = self.data.batch(ev, list(range(start, start + mb)))
+                batch.pop("token_count", None)  # packed batches: a count, no model input
                 targets = int((batch["labels"][:, 1:] != IGNORE).sum())
-                batch = {k: v.to(self.device, non_blocking=True) for k, v in batch.items()}
+                batch = {k: v.to(self.device, non_blocking=True) if isinstance(v, torch.Tensor) else v
+                         for k, v in batch.items()}
                 loss = self.engine(**batch).loss.detach().float()
                 total += torch.stack([loss * targets, torch.tensor(float(targets), device=self.device)])
         self.engine.train()
@@ -335,7 +340,9 @@ class TrainLoop:
             self.emit("log", message=f"checkpoint at step {self.step} skipped: the last loss was not finite")
             return
         self.emit("phase", name="saving checkpoint", done=None, total=None)
-        self.ckpt.save(self.step, self.client_state(), why)
+        # Interval and requested saves go on in the background; a stop or the end waits for the files.
+        background = self.plan.save_background and why not in ("stop", "end")
+        self.ckpt.save(self.step, self.client_state(), why, background=background)
         if self.rank0_wait is not None:
             self.rank0_wait()
         self.sync.saved()

@@ -12,6 +12,10 @@ injected from outside the product code. Used by ``scripts/faults/numerical.py`` 
   ``DynamicLossScaler`` halves the scale: what an overflow storm does to a real run.
 * ``nan_loss``: the loss of those steps is multiplied by NaN (a forward pass that blew up).
 
+``ZEROTUI_FAULT_WRITE`` acts on checkpoint files written in the background (on the writer thread only):
+``slow:SECONDS`` sleeps that long before each file (a slow disk: the window in which a kill or a stop
+meets a write in flight), ``enospc`` fails each with ENOSPC (a disk that filled during the write).
+
 ``ZEROTUI_FAULT_FP16=1`` lets DeepSpeed build fp16 training on this CPU: its CPU accelerator answers
 ``is_fp16_supported() -> False`` unless oneDNN has fp16 kernels (``accelerator/cpu_accelerator.py``), and
 both zerotui's precheck and DeepSpeed's config check ask it. That one answer is overridden; everything
@@ -40,6 +44,30 @@ def parse_faults(spec: str) -> list[tuple[str, int, float]]:
 
 def _active(faults: list[tuple[str, int, float]], kind: str, step: int) -> bool:
     return any(k == kind and a <= step <= b for k, a, b in faults)
+
+
+def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
+    import errno
+    import threading
+    import time
+
+    from zerotui.core.train import background_save
+
+    kind, _, arg = spec.partition(":")
+    if kind not in ("slow", "enospc"):
+        raise SystemExit(f"fault_worker: bad ZEROTUI_FAULT_WRITE {spec!r} (slow:SECONDS or enospc)")
+    original = background_save.write_file
+
+    def write_file(obj: Any, path: str) -> None:
+        if threading.current_thread().name == "zerotui-checkpoint-writer":
+            if kind == "slow":
+                time.sleep(float(arg or 5))
+            else:
+                raise OSError(errno.ENOSPC, "No space left on device", path)
+        original(obj, path)
+
+    background_save.write_file = write_file
+    log(f"background checkpoint writes: {spec}")
 
 
 def install(faults: list[tuple[str, int, float]], fp16: bool, log: Callable[[str], None]) -> None:
@@ -97,6 +125,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"fault_worker: {message}\n")
 
     install(faults, fp16, log)
+    if os.environ.get("ZEROTUI_FAULT_WRITE"):
+        install_write_fault(os.environ["ZEROTUI_FAULT_WRITE"], log)
     from zerotui.core.run.worker import main as worker_main
 
     return worker_main(argv)

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from zerotui.core.train import checkpoint as ck
+from zerotui.core.train import checkpoint_files as files
 from zerotui.core.plan.schema import Plan
 
 
@@ -47,17 +48,17 @@ def test_prune_keeps_the_last_k_complete_and_drops_stale_torn_ones(tmp_path):
 
 
 def test_disk_full_is_recognised_through_torch_wrapping():
-    assert ck.is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
+    assert files.is_disk_full(OSError(errno.ENOSPC, "No space left on device"))
     try:
         try:
             raise OSError(errno.EFBIG, "File too large")
         except OSError as inner:
             raise RuntimeError("[enforce fail at inline_container.cc] PytorchStreamWriter failed") from inner
     except RuntimeError as outer:
-        assert ck.is_disk_full(outer)
-    assert ck.is_disk_full(RuntimeError("PytorchStreamWriter failed writing file data/3: file write failed"))
-    assert ck.is_disk_full(RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 5056 vs 4950"))
-    assert not ck.is_disk_full(RuntimeError("CUDA out of memory"))
+        assert files.is_disk_full(outer)
+    assert files.is_disk_full(RuntimeError("PytorchStreamWriter failed writing file data/3: file write failed"))
+    assert files.is_disk_full(RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 5056 vs 4950"))
+    assert not files.is_disk_full(RuntimeError("CUDA out of memory"))
 
 
 def test_plan_hash_follows_the_trajectory_not_the_logging():
@@ -66,9 +67,71 @@ def test_plan_hash_follows_the_trajectory_not_the_logging():
     assert ck.plan_hash(base) != ck.plan_hash(base.with_changes(lr=1e-4))
 
 
-def test_rng_state_round_trip():
-    ck.set_rng_state(ck.rng_state())  # a no-op round trip must not fail
-    state = ck.rng_state()
-    expect = (random.random(), float(np.random.rand()), float(torch.rand(1)))
-    ck.set_rng_state(state)
-    assert (random.random(), float(np.random.rand()), float(torch.rand(1))) == expect
+def test_rng_state_round_trip(tmp_path):
+    """Through the file, loaded with weights_only=True: what a resume does."""
+    files.set_rng_state(files.rng_state())  # a no-op round trip must not fail
+    torch.save(files.rng_state(), tmp_path / "rng.pt")
+    expect = (random.random(), float(np.random.rand()), float(np.random.randn()), float(torch.rand(1)))
+    files.set_rng_state(files.load_rng_file(tmp_path / "rng.pt"))
+    assert (random.random(), float(np.random.rand()), float(np.random.randn()), float(torch.rand(1))) == expect
+
+
+def test_a_planted_pickle_in_the_rng_file_is_refused_without_running(tmp_path):
+    import os
+    import pickle
+
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    path = tmp_path / "zerotui_rng_rank0.pt"
+    with open(path, "wb") as fh:
+        pickle.dump({"python": Planted(), "numpy": 1, "torch": 2}, fh)
+    assert files.load_rng_file(path) is None
+    assert not marker.exists()
+    path.write_bytes(b"torn")
+    assert files.load_rng_file(path) is None
+
+
+def test_a_dry_run_of_a_save_names_the_gpu_tensors_and_the_pool_pins_one_buffer_each():
+    """PinnedPool (core/train/background_save.py) on meta tensors, which stand in for GPU ones here:
+    what a save would copy is wanted once per tensor (a tied weight once), host tensors never; after
+    growing, a snapshot takes each buffer once, and a second save finds them free again."""
+    import torch
+
+    from zerotui.core.train.background_save import PinnedPool, RecordEngine, snapshot
+
+    w = torch.empty(4, 3, device="meta")
+    state = {"module": {"a.weight": w, "b.weight": w, "bias": torch.empty(3, device="meta")},
+             "host": torch.zeros(5), "step": 7}
+    pool = PinnedPool(pin=False)
+    RecordEngine(pool).save(state, "unused")
+    assert sorted(pool.wanted, key=str) == sorted([((4, 3), torch.float32), ((3,), torch.float32)], key=str)
+    pool.grow(room=1 << 20)
+    assert pool.pinned_bytes == (12 + 3) * 4 and not pool.wanted
+    first = pool.take(torch.empty(4, 3, device="meta"))
+    assert first is not None and first.device.type == "cpu" and first.shape == (4, 3)
+    assert pool.take(torch.empty(4, 3, device="meta")) is None  # one buffer of that shape, now in use
+    assert pool.wanted == [((4, 3), torch.float32)]  # ... so the next growth adds one
+    pool.release_all()
+    assert pool.take(torch.empty(4, 3, device="meta")) is first
+    # a snapshot copies host tensors and deep-copies other values, so later steps cannot change them
+    host = torch.ones(3)
+    live = {"scale": [2.0], "t": host}
+    snap = snapshot(live, {}, None)
+    host.add_(1)
+    live["scale"].append(4.0)
+    assert snap["t"].tolist() == [1.0, 1.0, 1.0] and snap["scale"] == [2.0]
+
+
+def test_growth_stops_at_the_room_it_is_given():
+    import torch
+
+    from zerotui.core.train.background_save import PinnedPool
+
+    pool = PinnedPool(pin=False)
+    pool.wanted = [((256,), torch.float32), ((256,), torch.float32)]
+    pool.grow(room=1500)  # one 1 KiB buffer fits, the second would not
+    assert pool.pinned_bytes == 1024

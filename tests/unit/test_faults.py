@@ -244,7 +244,7 @@ def test_a_failed_save_closes_its_files_so_the_space_comes_back(tmp_path):
     torn files were removed but kept their space, and the worker's next write (status.json) failed."""
     import torch
 
-    from zerotui.core.train import checkpoint as ck
+    from zerotui.core.train import checkpoint_files as ck
 
     class Full:  # what a full disk does to the zip writer: the write fails part-way
         def __init__(self, path):
@@ -269,7 +269,7 @@ def test_a_failed_save_closes_its_files_so_the_space_comes_back(tmp_path):
         assert ck.is_disk_full(exc)
         target.unlink()
         assert _open_paths(tmp_path), "the writer should still be open here"
-        ck._release_files(exc)
+        ck.release_files(exc)
         assert _open_paths(tmp_path) == []
 
 

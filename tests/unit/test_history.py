@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from zerotui.core.events.stream import encode, make_event, read_all
-from zerotui.core.events.history import RunHistory, _ema
+from zerotui.core.events.history import RunHistory
+from zerotui.core.events.smoothing import ema as _ema
 from zerotui.core.events.reader import EventFollower, load_history
 from zerotui.core.run.overview import overview
 from zerotui.core.run.folder import RunPaths, RunSummary

@@ -36,7 +36,7 @@ def test_hand_computed_stage2_bf16_budget():
     h, hkv, inter, layers, heads, vocab = 1024, 256, 2048, 4, 16, 1000
     psi = 2 * vocab * h + h + layers * (h * h + 2 * h * hkv + h * h + 3 * h * inter + 2 * h)
     assert spec.params_total == psi == 37_708_800
-    plan = Plan(model="round", stage=2, micro_batch=8, seq_len=2048, reduce_bucket_size=1000)
+    plan = Plan(model="round", stage=2, micro_batch=8, seq_len=2048, reduce_bucket_size=1000, kernels="none")
     b = estimate(plan, gpu_box(), spec)
     g = b.breakdown["gpu"]
     tokens = 8 * 2048

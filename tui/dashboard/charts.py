@@ -15,6 +15,7 @@ Subclasses implement ``draw(ctx)`` with the ``band``, ``line``, ``markers`` and 
 from __future__ import annotations
 
 import math
+import textwrap
 import time
 from dataclasses import dataclass
 from typing import Optional
@@ -22,6 +23,7 @@ from typing import Optional
 import numpy as np
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.strip import Strip
 from textual_plotext import PlotextPlot
 
@@ -172,7 +174,8 @@ class SeriesChart(PlotextPlot):
         self.dirty = False
         history = self.history
         if w < 12 or h < 4 or history is None or not self.has_data(history):
-            self._strips = self._message(self.EMPTY if history is not None else "reading the run…", w, h)
+            self._strips = self._message(self.empty_text(history) if history is not None else "reading the run…",
+                                         w, h)
             self.build_ms = (time.perf_counter() - start) * 1000
             return
         plt = self.plt
@@ -190,11 +193,33 @@ class SeriesChart(PlotextPlot):
         self._strips = ansi_to_strips(plt.build(), w)
         self.build_ms = (time.perf_counter() - start) * 1000
 
+    def empty_text(self, history: RunHistory) -> str:
+        """What the pane says while there is nothing to draw (subclasses may say why)."""
+        return self.EMPTY
+
     def _message(self, text: str, w: int, h: int) -> list[Strip]:
+        """``text`` wrapped to the pane and centred in it: cut at the edge, "no GPU telemetry (CPU run, or
+        NVML" read as if NVML were the run."""
         style = self.visual_style.rich_style + Style(dim=True)
         blank = Strip.blank(w, self.visual_style.rich_style)
-        line = Strip([Segment(text[:w].center(w), style)])
-        return [line if y == h // 2 else blank for y in range(h)]
+        lines = textwrap.wrap(text, max(1, w - 2)) or [""]
+        top = max(0, (h - len(lines)) // 2)
+        out = [blank] * h
+        for i, line in enumerate(lines[:h]):
+            out[min(h - 1, top + i)] = Strip([Segment(line.center(w)[:w], style)])
+        return out
+
+    def fit_subtitle(self, *variants: str) -> None:
+        """The first legend (Textual markup) that fits in the bottom border, most detailed first; the last
+        one whatever its length. Textual would cut a long one short ("━ eval …"), hiding which colour is
+        which number."""
+        room = self.size.width - 6  # the corners, a dash and a space either side
+        chosen = variants[-1]
+        for text in variants:
+            if Text.from_markup(text).cell_len <= room:
+                chosen = text
+                break
+        self.border_subtitle = chosen
 
     def render_line(self, y: int) -> Strip:
         """Lines of the cached figure (Textual's line API): a repaint costs no rebuild."""

@@ -2,8 +2,9 @@
 
 A mixin of ``DashboardScreen`` (kept apart so each file stays readable). Control keys append to
 ``control.jsonl`` (``core.run.folder.send_control``); the worker's ``control_ack`` event shows up in the log.
-The screen provides ``paths``, ``live``, ``outcome``, ``alerted``, ``pending``, ``clock``, ``history``
-and ``_render_texts``.
+Which keys apply follows the run's state as shown (``finished``, ``outcome``: here too). The screen
+provides ``paths``, ``live``, ``state``, ``status``, ``alerted``, ``pending``, ``clock``, ``history`` and
+``_render_texts``.
 """
 from __future__ import annotations
 
@@ -21,6 +22,45 @@ LIVE_STATES = ("starting", "running", "paused", "stopping")
 
 
 class RunControls:
+    @property
+    def finished(self) -> Optional[dict]:
+        """The run_finished event that still stands, or None.
+
+        It stands unless status.json tells of a newer, live worker: `zerotui resume` writes "starting"
+        at once, and the resumed worker's first event comes 20-160 s later (imports, DeepSpeed's
+        initialise). Until then the stream still ends in the old run_finished, and showing that
+        ("stopped", u to resume) would be false: a second resume is refused as "still starting"."""
+        h = self.history
+        if h is None or not h.finished:
+            return None
+        launched = self.status.get("launched")
+        newer = isinstance(launched, (int, float)) and launched > float(h.finished.get("t") or 0)
+        if newer and self.state in LIVE_STATES and self.status.get("state") in LIVE_STATES:
+            return None
+        return h.finished
+
+    @property
+    def outcome(self) -> str:
+        """The state shown: the event stream's final state wins over status.json (see ``finished``)."""
+        finished = self.finished
+        if finished is not None:
+            return str(finished.get("state") or "completed")
+        return self.state
+
+    def detach_note(self) -> str:
+        """What the terminal says once the dashboard is gone: the screen is cleared on exit, and a
+        silent exit reads as "the run was stopped"."""
+        name = self.paths.name
+        again = f"`zerotui attach {name}` comes back to it."
+        if self.outcome in LIVE_STATES:
+            return f"Detached from run {name}: it keeps training in the background. {again}"
+        return f"Left run {name} ({self.outcome}). {again}"
+
+    def action_detach(self) -> None:
+        """Quit the UI; the worker runs in its own session and keeps training. The note is the App's
+        result, printed by ``tui/launch.py`` after the screen is restored."""
+        self.app.exit(self.detach_note())
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> Optional[bool]:
         if action in ("pause_resume", "checkpoint", "stop", "stop_now"):
             return self.live and self.outcome in LIVE_STATES

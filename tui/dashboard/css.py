@@ -10,6 +10,8 @@ Wide (≥ 120×32)::
     │          │                   │                  │
     └──────────┴───────────────────┴──────────────────┘
 
+The run / log column is 46 cells up to ~150 columns, then 28 % of the width (the log wraps less).
+
 Narrow (80×24): a tab strip (keys 1-7, or ←/→ on the tabs) and the active pane below it.
 """
 
@@ -35,13 +37,14 @@ DashboardScreen { layout: vertical; }
 #pane-phases { display: none; }
 DashboardScreen.-startup .pane.chart, DashboardScreen.-startup #pane-gpu { display: none; }
 DashboardScreen.-startup #pane-phases { display: block; }
-DashboardScreen.-no-scale #chart-scale { display: none; }
+/* wide: a bf16/fp32 run has no scale pane; narrow: its tab says why it is empty (LossScaleChart) */
+DashboardScreen.-wide.-no-scale #chart-scale { display: none; }
 
 /* -- wide: everything at once ------------------------------------------------------------- */
 DashboardScreen.-wide #dash-body {
     layout: grid;
     grid-size: 3 3;
-    grid-columns: 46 1fr 1fr;
+    grid-columns: 46 1fr 1fr;  /* the first column grows on large terminals: screen.py, _layout */
     grid-rows: 1fr 1fr 1fr;
 }
 DashboardScreen.-wide #pane-stats { height: 1fr; }

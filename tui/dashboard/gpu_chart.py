@@ -43,7 +43,8 @@ class GpuUtilChart(SeriesChart):
             parts.append(f"{sum(power):.0f} W")
         if temps:
             parts.append(f"max {max(temps):.0f}°C")
-        self.border_subtitle = " · ".join(parts)
+        # a narrow pane keeps the GPUs' colours and drops the rest from the right
+        self.fit_subtitle(*[" · ".join(parts[:n]) for n in range(len(parts), 0, -1)])
 
 
 class GpuMemoryChart(SeriesChart):
@@ -74,13 +75,16 @@ class GpuMemoryChart(SeriesChart):
             self.hline(total / GIB, color="red")
         if self.estimate_bytes:
             self.hline(self.estimate_bytes / GIB, color="yellow")
-        parts = []
         used = [h.series[f"gpu{i}.mem_used"].latest for i in _gpus(h)]
         used = [u for u in used if u is not None]
+        long, short = [], []  # short: GiB without the unit (the pane's title says GiB)
         if used:
-            parts.append(f"max {format_bytes(max(used))}")
+            long.append(f"max {format_bytes(max(used))}")
+            short.append(f"max {max(used) / GIB:.1f}")
         if total:
-            parts.append(legend(("red", f"card {format_bytes(total)}")))
+            long.append(legend(("red", f"card {format_bytes(total)}")))
+            short.append(legend(("red", f"card {total / GIB:.0f}")))
         if self.estimate_bytes:
-            parts.append(legend(("yellow", f"estimate {format_bytes(self.estimate_bytes)}")))
-        self.border_subtitle = " · ".join(parts)
+            long.append(legend(("yellow", f"estimate {format_bytes(self.estimate_bytes)}")))
+            short.append(legend(("yellow", f"est. {self.estimate_bytes / GIB:.1f}")))
+        self.fit_subtitle(" · ".join(long), " · ".join(short), " ".join(short), " ".join(short[-2:]))

@@ -34,4 +34,9 @@ class HostChart(SeriesChart):
         items.append(("green", f"RAM {format_bytes(ram)}{total} →" if ram is not None else "RAM"))
         if s["rss"].latest is not None:
             items.append(("orange", f"worker {format_bytes(s['rss'].latest)} →"))
-        self.border_subtitle = legend(*items)
+        # narrower: RAM in GiB without units (the title says GiB), then without the worker's share
+        short = list(items)
+        if ram is not None:
+            total_gib = f"/{h.ram_total / GIB:.0f}" if h.ram_total else ""
+            short[1] = ("green", f"RAM {ram / GIB:.1f}{total_gib} →")
+        self.fit_subtitle(legend(*items), legend(*short), legend(*short[:2]), legend(*short[:1]))

@@ -24,10 +24,14 @@ class LossChart(SeriesChart):
         if len(ev):
             self.markers(ctx, self.x_of(ctx, ev), ev.last, color="orange", marker="●")
         h = ctx.history
-        items = [("gray", "raw"), ("cyan", f"smoothed {format_number(h.loss_ema, 4)}")]
-        if h.series["eval_loss"].latest is not None:
-            items.append(("orange", f"eval {format_number(h.series['eval_loss'].latest, 4)}"))
-        self.border_subtitle = legend(*items) + (" · log" if self.log_y else "")
+        smooth = format_number(h.loss_ema, 4)
+        ev = h.series["eval_loss"].latest
+        evals = [("orange", f"eval {format_number(ev, 4)}")] if ev is not None else []
+        log = " · log" if self.log_y else ""
+        # narrower panes drop words, then the raw spread's key; the numbers stay
+        self.fit_subtitle(legend(("gray", "raw"), ("cyan", f"smoothed {smooth}"), *evals) + log,
+                          legend(("gray", "raw"), ("cyan", smooth), *evals) + log,
+                          legend(("cyan", smooth), *evals) + log)
 
 
 class LossScaleChart(SeriesChart):
@@ -58,6 +62,12 @@ class LossScaleChart(SeriesChart):
             self.markers(ctx, self.x_of(ctx, skipped)[hit], scale.lo[hit], color="red", marker="x")
         h = ctx.history
         static = (h.step or {}).get("loss_scale_dynamic") is False  # DeepSpeed's LossScaler: a fixed scale
-        self.border_subtitle = (legend(("green", f"scale {format_number(h.series['loss_scale'].latest)}"
-                                                 + (" (static)" if static else "")))
-                                + f" · [red]x[/] skipped {int(h.skipped_total)}")
+        scale = legend(("green", f"scale {format_number(h.series['loss_scale'].latest)}"
+                               + (" (static)" if static else "")))
+        self.fit_subtitle(f"{scale} · [red]x[/] skipped {int(h.skipped_total)}", scale)
+
+    def empty_text(self, history: RunHistory) -> str:
+        precision = history.plan.get("precision")
+        if precision in ("bf16", "fp32"):  # the tab is still there on a small terminal: say why it is empty
+            return f"No loss scale: loss scaling applies only to fp16, and this run is {precision}."
+        return self.EMPTY

@@ -7,12 +7,29 @@ for the dashboard's charting libraries.
 """
 from __future__ import annotations
 
+from typing import Protocol, runtime_checkable
+
 from textual.app import App
 
 from zerotui.tui.messages import OpenRun, ShowRuns
 
 
+@runtime_checkable
+class LeavesARun(Protocol):
+    """A screen on a run that has something to say when the App ends (the dashboard: how to come back)."""
+
+    def detach_note(self) -> str: ...
+
+
 class RunNavigation(App):
+    async def action_quit(self) -> None:
+        """ctrl+q with a dashboard open says what d says: the run goes on, and how to come back to it."""
+        for screen in reversed(self.screen_stack):
+            if isinstance(screen, LeavesARun):
+                self.exit(screen.detach_note())
+                return
+        self.exit()
+
     def on_open_run(self, message: OpenRun) -> None:
         from zerotui.tui.dashboard.screen import DashboardScreen
 

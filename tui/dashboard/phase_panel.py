@@ -26,32 +26,34 @@ class PhasePanel(Static):
 
     _key: Optional[tuple] = None
 
-    def show(self, history: Optional[RunHistory], now: float, state: str) -> None:
+    def show(self, history: Optional[RunHistory], now: float, state: str, finished: Optional[dict] = None) -> None:
         """Redrawn only while it is shown (start-up) and something in it changed."""
         if history is not None and history.step is not None and self._key is not None and not self.display:
             return
         phases = tuple((p.name, p.done, p.total, p.last_t) for p in history.phases.values()) if history else ()
-        key = (phases, int(now), state, history.phase if history else None)
+        key = (phases, int(now), state, history.phase if history else None, bool(finished))
         if key == self._key:
             return
         self._key = key
-        self.update(self.render_phases(history, now, state), layout=False)
+        self.update(self.render_phases(history, now, state, finished), layout=False)
 
     @staticmethod
-    def render_phases(history: Optional[RunHistory], now: float, state: str) -> Group | Text:
+    def render_phases(history: Optional[RunHistory], now: float, state: str,
+                      finished: Optional[dict] = None) -> Group | Text:
+        """``finished``: the run_finished that stands (the dashboard's word: a resumed worker may be
+        starting before its first event)."""
         if history is None or not history.phases:
             waiting = "waiting for the worker's first event" if state in ("starting", "running") else \
                 f"no events: the run is {state}"
             return Text(waiting, style="dim")
         phases = list(history.phases.values())
-        start = history.first_t or phases[0].first_t
         table = Table.grid(padding=(0, 2))
         table.add_column(no_wrap=True)
         table.add_column(no_wrap=True)
         table.add_column(no_wrap=True, justify="right")
         table.add_column(no_wrap=True)
         for i, ph in enumerate(phases):
-            current = i == len(phases) - 1 and history.phase == ph.name and not history.finished
+            current = i == len(phases) - 1 and history.phase == ph.name and not finished
             end = now if current else (phases[i + 1].first_t if i + 1 < len(phases) else ph.last_t)
             took = format_duration(max(0.0, end - ph.first_t))
             progress = ""
@@ -65,6 +67,6 @@ class PhasePanel(Static):
                 progress = f"{ph.done:,.0f}"
             mark = Text("▶ ", style="bold cyan") if current else Text("✓ ", style="green")
             table.add_row(mark + Text(ph.name, style="bold" if current else ""), progress, took, bar)
-        end = now if not history.finished else float(history.finished["t"])
-        head = Text(f"Starting up — {format_duration(end - start)}", style="bold")
+        # The same clock as the numbers beside this panel (RunHistory.startup_s): two would disagree.
+        head = Text(f"Starting up — {format_duration(history.startup_s(now) or 0.0)}", style="bold")
         return Group(head, Text(""), table)

@@ -27,6 +27,7 @@ class HeaderFacts:
     x_mode: str
     status: dict[str, Any] = field(default_factory=dict)
     pending: list[str] = field(default_factory=list)  # control commands sent, not yet acknowledged
+    finished: Optional[dict] = None  # the run_finished that stands (None while a resumed worker starts)
 
 
 class RunHeader(Vertical):
@@ -67,7 +68,7 @@ class RunHeader(Vertical):
             eta_text = f"step {h.current_step or 0:,}/{h.total_steps:,}"
             if eta is not None:
                 eta_text += f"  ETA {format_duration(eta)} ({format_clock(now + eta, now)})"
-            elif h.finished:
+            elif facts.finished:
                 eta_text += f"  ran {format_duration(h.elapsed_s(now))}"
         self._set("#dash-eta", eta_text)
 
@@ -75,8 +76,8 @@ class RunHeader(Vertical):
         banner = self.query_one("#dash-banner", Static)
         state = facts.state
         text, style = "", ""
-        if h is not None and h.finished:
-            reason = h.finished.get("reason") or ""
+        if facts.finished:
+            reason = facts.finished.get("reason") or ""
             text = f"Run {state}" + (f": {reason}" if reason else "")
             style = {"completed": "-ok", "failed": "-error"}.get(state, "-warn")
         elif state == "lost":

@@ -15,7 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from zerotui.core.run.overview import RunOverview, overview
@@ -24,6 +24,7 @@ from zerotui.core.run.folder import list_runs
 from zerotui.core.timefmt import format_clock, format_date, format_duration, format_number
 from zerotui.tui.messages import OpenRun, RunResumeDone, RunsListed
 from zerotui.tui.common.confirm import ConfirmScreen
+from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.common.table_fill import fill_table
 
 COLUMNS = ("run", "state", "step", "loss", "tokens/s", "started", "duration", "last heartbeat")
@@ -40,11 +41,13 @@ class RunsScreen(Screen):
     RunsScreen #runs-empty { padding: 1 2; color: $text-muted; }
     RunsScreen #runs-detail { height: auto; max-height: 3; padding: 0 1; color: $text-muted; }
     """
+    HELP_TITLE = "The runs list"
+    HELP_INTRO = "Every run in the runs folder, live and past, refreshed every two seconds."
     BINDINGS = [
-        Binding("enter", "open", "Open", show=True, priority=False),
-        Binding("u", "resume", "Resume"),
-        Binding("escape", "back", "Back"),
-        Binding("f5", "refresh", "Refresh", show=False),
+        Binding("enter", "open", "Open", show=True, priority=False, tooltip="the dashboard of the run"),
+        Binding("u", "resume", "Resume", tooltip="a stopped, failed or lost run: continue from its last checkpoint"),
+        Binding("escape", "back", "Back", tooltip="the screen before this one"),
+        Binding("f5", "refresh", "Refresh", show=False, tooltip="read the runs folder again now"),
     ]
 
     def __init__(self, runs_dir: Optional[Path] = None, clock: Callable[[], float] = time.time,
@@ -62,7 +65,7 @@ class RunsScreen(Screen):
         yield table
         yield Static("reading the runs folder…", id="runs-empty")
         yield Static(id="runs-detail")
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.list_runs()

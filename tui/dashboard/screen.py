@@ -11,7 +11,8 @@ Data flow (docs/architecture.md, "The dashboard"):
   so neither a fast run nor a 32-hour history can make the UI lag.
 
 Control keys append to ``control.jsonl`` (``core.run.folder.send_control``); the worker's ``control_ack``
-event shows up in the log and as a notification. Detach quits the UI; the run goes on.
+event shows up in the log and as a notification. Detach quits the UI; the run goes on, and the terminal
+says how to come back to it (``controls.RunControls.detach_note``).
 """
 from __future__ import annotations
 
@@ -25,13 +26,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal
 from textual.screen import Screen
-from textual.widgets import Footer, Tab, Tabs
+from textual.widgets import Tab, Tabs
 from textual.worker import Worker, WorkerState, get_current_worker
 
 from zerotui.core.events.columns import parse_events
 from zerotui.core.events.history import ALERT_GROUP, Changes, RunHistory
 from zerotui.core.events.reader import EventFollower, load_history
 from zerotui.core.run.folder import RunPaths, read_status, run_state
+from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.messages import ShowRuns, EventsArrived, HistoryLoaded, RunResumeDone, RunStateChanged
 from zerotui.tui.dashboard.controls import LIVE_STATES, RunControls
 from zerotui.tui.dashboard.css import DASHBOARD_CSS
@@ -53,27 +55,44 @@ GROUP_CHARTS = {"loss": ("chart-loss",), "scale": ("chart-scale",), "gpu": ("cha
                 "speed": ("chart-speed",), "host": ("chart-host",)}
 #: The grid layout needs this much room; smaller terminals (80×24) get tabs, one pane at a time.
 WIDE_MIN = (120, 32)
+#: The run / log column: wide enough for the numbers, and a share of a large terminal (at 200 columns a
+#: fixed 46 left the log wrapping every line while the charts had 75 columns each).
+LEFT_MIN, LEFT_SHARE, LEFT_MAX = 46, 0.28, 80
 TICK_S = 0.25
 #: Chart building per tick stops after this, leaving the rest for the next tick: a frame stays < 50 ms
 #: even when every chart changed at once (measured: benchmarks/results/dashboard-long-run.json).
 TICK_BUDGET_MS = 30.0
 
 
+def left_column(width: int) -> int:
+    return max(LEFT_MIN, min(LEFT_MAX, round(width * LEFT_SHARE)))
+
+
 class DashboardScreen(RunControls, Screen):
     DEFAULT_CSS = DASHBOARD_CSS
+    HELP_TITLE = "The dashboard"
+    HELP_INTRO = """\
+One run, live or finished: its loss, loss scale (fp16 runs), GPU, throughput and host charts, the \
+numbers and the log. The control keys (p c s x) work while the run is live; u resumes a stopped, \
+failed or lost run. Detaching leaves the run training: `zerotui attach RUN` comes back to it."""
+    #: Footer entries kept first when the terminal is narrow (tui/common/footer.py).
+    FOOTER_KEEP = ("pause_resume", "checkpoint", "stop", "resume_run", "detach", "runs", "clear_alerts", "zoom")
     BINDINGS = [
-        Binding("p", "pause_resume", "Pause/resume"),
-        Binding("c", "checkpoint", "Checkpoint"),
-        Binding("s", "stop", "Stop"),
-        Binding("x", "stop_now", "Stop now"),
-        Binding("u", "resume_run", "Resume run"),
-        Binding("d,q", "detach", "Detach"),
-        Binding("z", "zoom", "Zoom"),
-        Binding("t", "x_axis", "Time/steps"),
-        Binding("l", "log_scale", "Log loss"),
-        Binding("a", "clear_alerts", "Clear alerts"),
-        Binding("r", "runs", "Runs"),
-        *[Binding(str(i + 1), f"pane('{key}')", label, show=False) for i, (key, label) in enumerate(PANES)],
+        Binding("p", "pause_resume", "Pause/resume", tooltip="pause the training loop, or resume it"),
+        Binding("c", "checkpoint", "Checkpoint", tooltip="save a checkpoint at the next step"),
+        Binding("s", "stop", "Stop", tooltip="stop with a checkpoint; `zerotui resume` continues later"),
+        Binding("x", "stop_now", "Stop now", tooltip="stop at the next step, without a checkpoint (asks first)"),
+        Binding("u", "resume_run", "Resume run",
+                tooltip="a stopped, failed or lost run: a new worker continues from its last checkpoint"),
+        Binding("d,q", "detach", "Detach", tooltip="leave the dashboard; the run keeps training"),
+        Binding("r", "runs", "Runs", tooltip="every run in this run's folder; Enter opens one"),
+        Binding("z", "zoom", "Zoom", tooltip="the whole run, the last hour, the last 10 minutes"),
+        Binding("t", "x_axis", "Time/steps", tooltip="the charts' x axis: clock time or step number"),
+        Binding("l", "log_scale", "Log loss", tooltip="a log scale for the loss"),
+        Binding("a", "clear_alerts", "Clear alerts", tooltip="take the red frames off the alerted charts"),
+        *[Binding(str(i + 1), f"pane('{key}')", label, show=False,
+                  tooltip="show that pane (small terminals show one pane at a time)")
+          for i, (key, label) in enumerate(PANES)],
     ]
 
     def __init__(self, paths: RunPaths, live: bool = True, clock: Callable[[], float] = time.time,
@@ -113,7 +132,7 @@ class DashboardScreen(RunControls, Screen):
                 yield GpuMemoryChart(id="chart-gpu-mem", classes="chart")
             yield ThroughputChart(id="chart-speed", classes="pane chart")
             yield HostChart(id="chart-host", classes="pane chart")
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.query_one(StatPanel).border_title = "run"
@@ -131,6 +150,8 @@ class DashboardScreen(RunControls, Screen):
         wide = self.size.width >= WIDE_MIN[0] and self.size.height >= WIDE_MIN[1]
         self.set_class(wide, "-wide")
         self.set_class(not wide, "-narrow")
+        if wide:
+            self.query_one("#dash-body").styles.grid_columns = f"{left_column(self.size.width)} 1fr 1fr"
         self.refresh_bindings()
 
     @property
@@ -269,17 +290,10 @@ class DashboardScreen(RunControls, Screen):
             self.query_one(RunLog).note(self.clock(), "resume requested: a new worker was started")
 
     # -- redraw -----------------------------------------------------------------------------------
-    @property
-    def outcome(self) -> str:
-        """The state shown: the event stream's final state wins over status.json."""
-        if self.history is not None and self.history.finished:
-            return str(self.history.finished.get("state") or "completed")
-        return self.state
-
     def _tick(self) -> None:
         if self.history is None:
             return
-        startup = self.history.step is None and not self.history.finished and bool(self.history.phases)
+        startup = self.history.step is None and not self.finished and bool(self.history.phases)
         self.set_class(startup, "-startup")
         has_scale = self.history.series["loss_scale"].latest is not None
         self.set_class(not has_scale, "-no-scale")
@@ -316,18 +330,14 @@ class DashboardScreen(RunControls, Screen):
         self._stats_dirty = False
         self._last_stats = now
         self.query_one(StatPanel).show(self.history, now)
-        self.query_one(PhasePanel).show(self.history, now, self.outcome)
+        self.query_one(PhasePanel).show(self.history, now, self.outcome, self.finished)
         # "read-only" in the header whenever no control key applies: opened so, or the run is over
         controllable = self.live and self.outcome in LIVE_STATES + ("lost",)
         self.query_one(RunHeader).show(self.history, HeaderFacts(
             self.paths.name, self.outcome, controllable, ZOOMS[self.zoom][0], self.x_mode, self.status,
-            list(self.pending.values())), now)
+            list(self.pending.values()), self.finished), now)
 
     # -- actions (run controls: dashboard_controls.RunControls) ----------------------------------
-    def action_detach(self) -> None:
-        """Quit the UI; the worker runs in its own session and keeps training."""
-        self.app.exit(0)
-
     def action_zoom(self) -> None:
         self.zoom = (self.zoom + 1) % len(ZOOMS)
         self._stats_dirty = True

@@ -19,6 +19,8 @@ class ThroughputChart(SeriesChart):
         self.line(ctx, self.view(ctx, "samples_per_s"), color="green", field="mean", yside="right")
         self.line(ctx, self.view(ctx, "tflops"), color="orange", field="mean", yside="right")
         s = ctx.history.series
-        self.border_subtitle = legend(("cyan", f"tokens/s {format_number(s['tokens_per_s'].latest)}"),
-                                      ("green", f"samples/s {format_number(s['samples_per_s'].latest)} →"),
-                                      ("orange", f"TFLOP/s {format_number(s['tflops'].latest)} →"))
+        tokens, samples, tflops = (format_number(s[k].latest) for k in ("tokens_per_s", "samples_per_s", "tflops"))
+        long = [("cyan", f"tokens/s {tokens}"), ("green", f"samples/s {samples} →"), ("orange", f"TFLOP/s {tflops} →")]
+        short = [("cyan", f"tok/s {tokens}"), ("green", f"seq/s {samples} →"), ("orange", f"TFLOP/s {tflops} →")]
+        # a narrow pane gets the short words first, then loses the right axis' series from the right
+        self.fit_subtitle(legend(*long), legend(*short), legend(*short[:2]), legend(*short[:1]))

@@ -73,7 +73,11 @@ class StatPanel(Static):
                                        f"  ({h.checkpoints})"))
         else:
             rows.append(("checkpoint", "none yet"))
-        rows.append(("elapsed", format_duration(h.elapsed_s(now))))
+        if h.current_step is None and h.startup_s(now) is not None:
+            # Not training yet: the start-up panel's own clock, so the two never disagree.
+            rows.append(("start-up", format_duration(h.startup_s(now))))
+        else:
+            rows.append(("elapsed", format_duration(h.elapsed_s(now))))
         eta = h.eta_s()
         rows.append(("ETA", "—" if eta is None else f"{format_duration(eta)}   at {format_clock(now + eta, now)}"))
         return rows

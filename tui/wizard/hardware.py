@@ -7,13 +7,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Header, Label, LoadingIndicator, OptionList, Static
+from textual.widgets import Button, DataTable, Header, Label, LoadingIndicator, OptionList, Static
 from textual.widgets.option_list import Option
 from textual.worker import get_current_worker
 
 from zerotui.core.hardware.types import Hardware
 from zerotui.tui.messages import OpenRun, RecentRunsListed
 from zerotui.tui.wizard.budget_bar import format_bytes
+from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.common.table_fill import fill_table
 from zerotui.tui.wizard.host import wizard_host
 
@@ -58,10 +59,16 @@ def hardware_warnings(hw: Hardware) -> list[str]:
 
 
 class HardwareScreen(Screen):
+    HELP_TITLE = "This machine (the first screen)"
+    HELP_INTRO = """\
+zerotui plans a DeepSpeed ZeRO fine-tune, checks that it fits this machine, and launches it.
+
+This screen shows what the machine has and what that means for fine-tuning. Start a new run, start from \
+a preset, or open the dashboard of a run (Enter on one of the recent runs)."""
     BINDINGS = [
-        Binding("n", "app.new_run", "New run"),
-        Binding("p", "app.choose_preset", "Preset"),
-        Binding("a", "app.attach", "Attach"),
+        Binding("n", "app.new_run", "New run", tooltip="the wizard, from the default plan"),
+        Binding("p", "app.choose_preset", "Preset", tooltip="load a preset and open its review"),
+        Binding("a", "app.attach", "Attach", tooltip="the list of runs, live and past; Enter opens one"),
     ]
 
     def compose(self) -> ComposeResult:
@@ -79,7 +86,7 @@ class HardwareScreen(Screen):
             yield Button("New run  n", id="new-run", variant="primary", compact=True)
             yield Button("From a preset  p", id="from-preset", compact=True)
             yield Button("Attach to a run  a", id="attach-run", compact=True)
-        yield Footer()
+        yield FitFooter()
 
     def on_mount(self) -> None:
         self.sub_title = "this machine"

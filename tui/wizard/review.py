@@ -30,12 +30,15 @@ RUN_DIR_PLACEHOLDER = "<YYYYmmdd-HHMMSS>-{name}"
 
 class ReviewScreen(StepScreen):
     STEP = "review"
+    HELP_TITLE = "On the review"
+    FOOTER_KEEP = ("launch", "export", "save_preset", "app.previous_step", "app.fit")
     BINDINGS = [
-        Binding("l", "launch", "Launch"),
-        Binding("s", "save_preset", "Save preset"),
-        Binding("e", "export", "Export"),
-        Binding("c", "copy_config", "Copy config", show=False),
-        Binding("y", "copy_command", "Copy command", show=False),
+        Binding("l", "launch", "Launch", tooltip="start the run and open its dashboard"),
+        Binding("s", "save_preset", "Save preset", tooltip="save this plan under a name"),
+        Binding("e", "export", "Export", tooltip="write ds_config.json and launch.sh for the plain deepspeed CLI"),
+        Binding("c", "copy_config", "Copy config", show=False, tooltip="copy ds_config.json to the clipboard"),
+        Binding("y", "copy_command", "Copy command", show=False,
+                tooltip="copy the exact launch command to the clipboard"),
     ]
 
     def compose_form(self) -> ComposeResult:

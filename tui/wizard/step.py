@@ -8,8 +8,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Checkbox, Footer, Header, Input, RadioSet, Select
+from textual.widgets import Checkbox, Header, Input, RadioSet, Select
 
+from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.wizard.budget_bar import BudgetBar
 from zerotui.tui.wizard.field_help import Choice, FieldRow, field_of
 from zerotui.tui.wizard.step_bar import StepBar
@@ -21,13 +22,32 @@ class StepScreen(Screen):
     """Subclasses set ``STEP`` (a key of STEPS) and implement ``compose_form``."""
 
     STEP: ClassVar[str] = ""
+    HELP_TITLE: ClassVar[str] = "Every wizard step"
+    HELP_INTRO: ClassVar[str] = """\
+zerotui plans a DeepSpeed ZeRO fine-tune, checks that it fits this machine, and launches it.
+
+Steps, in accelerate's order: 1 Model · 2 Data & method · 3 Precision · 4 ZeRO & offload · 5 Review. \
+The memory budget under every step follows each change: GPU, CPU RAM and NVMe, need against \
+capacity, with a word beside each bar: OK, TIGHT (over 90 %), OVER. Letter and digit keys work \
+outside text boxes (tab leaves one; tab / shift+tab move between fields)."""
+    #: Footer entries kept first when the terminal is narrow (tui/common/footer.py).
+    FOOTER_KEEP: ClassVar[tuple[str, ...]] = ("app.next_step", "app.previous_step", "app.fit")
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("ctrl+n", "app.next_step", "Next", priority=True),
-        Binding("escape", "app.previous_step", "Back"),
-        Binding("ctrl+g", "app.fit", "Fit", priority=True),
-        Binding("ctrl+r", "app.go_to_step('review')", "Review", priority=True),
-        Binding("b", "app.toggle_breakdown", "Breakdown"),
-        *[Binding(str(i), f"app.go_to_step('{key}')", title, show=False) for i, (key, title) in enumerate(STEPS, 1)],
+        Binding("ctrl+n", "app.next_step", "Next", priority=True, tooltip="the next step"),
+        Binding("escape", "app.previous_step", "Back",
+                tooltip="the previous step (from step 1: the hardware screen)"),
+        Binding("ctrl+g", "app.fit", "Fit", priority=True,
+                tooltip="apply the fastest plan that fits, with the alternatives to pick; u undoes"),
+        Binding("ctrl+r", "app.go_to_step('review')", "Review", priority=True, tooltip="go to the review"),
+        Binding("b", "app.toggle_breakdown", "Breakdown",
+                tooltip="show or hide what the memory is made of (or click the budget)"),
+        # The hardware screen's n and p, on every step too: a person should not have to go back for them.
+        Binding("p", "app.choose_preset", "Preset", show=False, tooltip="load a preset and open its review"),
+        Binding("n", "app.new_run", "New run", show=False,
+                tooltip="start again from the default plan, at step 1 (asks first if you changed it)"),
+        *[Binding(str(i), f"app.go_to_step('{key}')", title, show=False,
+                  tooltip="jump to that step (or click the step bar)")
+          for i, (key, title) in enumerate(STEPS, 1)],
     ]
 
     def compose(self) -> ComposeResult:
@@ -36,7 +56,7 @@ class StepScreen(Screen):
         with VerticalScroll(id="form"):
             yield from self.compose_form()
         yield BudgetBar(id="budget")
-        yield Footer()
+        yield FitFooter()
 
     def compose_form(self) -> ComposeResult:  # pragma: no cover - every step overrides it
         yield from ()
