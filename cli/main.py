@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "stop": "stop a run gracefully with a checkpoint (--now: at once)",
     "resume": "continue a run from its last complete checkpoint",
     "merge": "LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face model",
+    "serve": "the dashboard in a browser (read-only unless --allow-control)",
+    "sweep": "search hyper-parameters with Optuna: one short run per trial, pruned on eval loss",
 }
 
 #: Commands whose module is not named after them: ``import`` is a keyword.
@@ -41,6 +43,8 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus an error over several lines; users get one line that names the option."""
 
     def error(self, message: str) -> "None":  # type: ignore[override]
+        if len(message) > 400:  # argparse quotes the value: a 5,001-digit --seq-len is not worth a 5 KB line
+            message = message[:397] + "..."
         sys.stderr.write(f"{self.prog}: {message} (see `{self.prog} --help`)\n")
         sys.exit(EXIT_USAGE)
 
@@ -108,6 +112,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # `zerotui runs | head` closes the pipe early: not an error worth a message.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as err:
+        # A full disk, a folder turned read-only under a run: the machine's doing, not the input's, so
+        # exit 1 (not 2), and one line naming the file instead of a traceback.
+        where = f"{err.filename}: " if err.filename else ""
+        sys.stderr.write(f"zerotui: {where}{err.strerror or err} (free some space or fix the permissions, "
+                         "then run the command again)\n")
+        return 1
 
 
 if __name__ == "__main__":

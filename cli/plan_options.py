@@ -8,7 +8,6 @@ values survive unless overridden.
 from __future__ import annotations
 
 import argparse
-import json
 import typing
 from pathlib import Path
 from typing import Any, Optional
@@ -45,10 +44,14 @@ def _comma_list(item_type: Any):
 
 
 def _json_object(text: str) -> dict:
-    try:
-        value = json.loads(text)
+    from zerotui.core.safe_read import ValueProblem, load_json
+
+    try:  # bounded like a ds_config file: nesting, finite numbers, integer sizes
+        value = load_json(text)
+    except ValueProblem as err:
+        raise argparse.ArgumentTypeError(f"{err.where + ': ' if err.where else ''}{err.what}; {err.fix}")
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"not valid JSON ({err.msg})")
+        raise argparse.ArgumentTypeError(f"not valid JSON ({getattr(err, 'msg', err)})")
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("expected a JSON object like '{\"zero_optimization\": {...}}'")
     return value
@@ -61,7 +64,7 @@ def add_plan_options(parser: argparse.ArgumentParser, with_source: bool = True) 
         src.add_argument("--preset", dest="plan_preset", metavar="NAME",
                          help="start from a built-in or saved preset (`zerotui presets` lists them)")
         src.add_argument("--plan", dest="plan_file", metavar="FILE", type=Path,
-                         help="start from a plan .yaml file")
+                         help="start from a plan .yaml file, or a LLaMA-Factory / axolotl training YAML")
     grp = parser.add_argument_group("plan options (override the preset or plan file)")
     for name, info in Plan.model_fields.items():
         if name in _SKIP:
@@ -124,6 +127,11 @@ def plan_from_args(args: argparse.Namespace, positional: Optional[str] = None) -
     base: Optional[Plan] = None
     preset = getattr(args, "plan_preset", None)
     plan_file = getattr(args, "plan_file", None)
+    # `zerotui train ""` (an unset shell variable) names nothing: refuse it rather than launch defaults.
+    for what, value in (("PRESET|PLAN.yaml", positional), ("--preset", preset), ("--plan", plan_file)):
+        if value is not None and not str(value).strip():
+            raise PlanError(f"{what} is empty: it names no preset or plan file",
+                            "give a preset name (`zerotui presets` lists them) or the path of a plan .yaml")
     given = [s for s in (preset, plan_file, positional) if s]
     if len(given) > 1:
         raise PlanError("give one of --preset, --plan or a PRESET|PLAN.yaml argument, not several",
@@ -132,9 +140,41 @@ def plan_from_args(args: argparse.Namespace, positional: Optional[str] = None) -
     if preset:
         base, source = load_preset(preset), f"preset {preset}"
     elif plan_file:
-        base, source = load_preset(str(plan_file)), str(plan_file)
+        base, source = _plan_file(plan_file), str(plan_file)
     elif positional:
-        base, source = load_preset(positional), positional
+        base, source = _plan_file(positional), positional
     data = base.to_dict() if base else {}
-    data.update(plan_overrides(args))
-    return plan_from_dict(data, f"{source} + command-line options" if source else "command-line options")
+    given_options = plan_overrides(args)
+    data.update(given_options)
+    plan = plan_from_dict(data, f"{source} + command-line options" if source else "command-line options")
+    ignored = sorted(k for k in given_options if k.startswith(("lora_", "quant_", "double_quant")))
+    if ignored and not plan.uses_adapters():
+        # Not an error (a preset may be switched to full on purpose), but never silently dropped.
+        import sys
+
+        flags = ", ".join("--" + k.replace("_", "-") for k in ignored)
+        print(f"warning: {flags} ignored: LoRA options apply to --method lora or qlora, and this plan is "
+              f"--method {plan.method}", file=sys.stderr)
+    return plan
+
+
+def _plan_file(name_or_path: "str | Path") -> Plan:
+    """A zerotui plan or preset, or a LLaMA-Factory / axolotl YAML imported on the fly (its warnings on
+    stderr, like `zerotui import`; docs/peer_configs.md)."""
+    import sys
+
+    from zerotui.core.deepspeed.peers import peer_plan
+    from zerotui.core.plan.presets import check_bounded, load_preset
+
+    text = str(name_or_path)
+    # A bare name is a preset (load_preset's rule); only a .yaml/.yml or a path can be a peer's file.
+    if text.endswith((".yaml", ".yml")) or "/" in text:
+        check_bounded(text)  # a FIFO, a deep nest or an alias bomb is refused before any YAML reader
+    result = peer_plan(text) if text.endswith((".yaml", ".yml")) or "/" in text else None
+    if result is None:
+        return load_preset(text)
+    for w in result.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    print(f"note: {text} read as a {result.source_format} config (`zerotui import {text} -o plan.yaml` keeps "
+          "the plan)", file=sys.stderr)
+    return result.plan

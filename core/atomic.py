@@ -24,6 +24,20 @@ def user_mode(mode: int = 0o666) -> int:
     return mode & ~current_umask()
 
 
+def honour_umask(root: Path | str) -> None:
+    """Give ``root`` and everything under it the modes plain ``mkdir`` / ``open(.., 'w')`` would have
+    given under the user's umask. A tree built in a ``mkdtemp`` folder (0700) by libraries that write
+    through their own temporary files (0600) would otherwise stay private whatever the umask says."""
+    top = Path(root)
+    folder_mode, file_mode = user_mode(0o777), user_mode(0o666)
+    for dirpath, dirnames, filenames in os.walk(top):
+        os.chmod(dirpath, folder_mode)
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            if not os.path.islink(path):
+                os.chmod(path, file_mode)
+
+
 def atomic_write_bytes(path: Path | str, data: bytes, fsync: bool = True) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and a rename.
 

@@ -15,8 +15,13 @@ class ZeroTuiError(Exception):
         self.hint = hint
         self.field = field
 
+    #: The longest line an error prints: a message quoting a hostile file's content is cut, not 4.6 MB.
+    MAX_LINE = 600
+
     def one_line(self) -> str:
-        return f"{self.message} ({self.hint})" if self.hint else self.message
+        line = f"{self.message} ({self.hint})" if self.hint else self.message
+        line = " ".join(line.splitlines())  # one line, whatever a quoted value held
+        return line if len(line) <= self.MAX_LINE else line[: self.MAX_LINE - 3] + "..."
 
     def __str__(self) -> str:  # so logging and f-strings show the hint too
         return self.one_line()

@@ -30,23 +30,36 @@ def parse_size(text: Union[str, int, float], what: str = "size") -> int:
     if isinstance(text, bool):  # bool is an int subclass; True bytes is never what anyone meant
         raise PlanError(f"{what}: {text!r} is not a size", _HINT)
     if isinstance(text, (int, float)):
-        if not math.isfinite(text) or text < 0:
-            raise PlanError(f"{what}: {text!r} is not a size", _HINT)
+        # (an int of 500 digits is not a float at all: math.isfinite would raise OverflowError)
+        if (isinstance(text, float) and not math.isfinite(text)) or text < 0 or text > MAX_SIZE:
+            shown = "a huge number" if isinstance(text, int) and abs(text) > MAX_SIZE else repr(text)
+            raise PlanError(f"{what}: {shown} is not a size", _HINT)
         return int(text)
     if not isinstance(text, str):
         raise PlanError(f"{what}: {text!r} is not a size", _HINT)
-    match = _SIZE_RE.match(text)
+    match = _SIZE_RE.match(text) if len(text) <= 64 else None  # no size needs more characters
     if not match:
-        raise PlanError(f"{what}: {text!r} is not a size", _HINT)
+        raise PlanError(f"{what}: {text[:40]!r} is not a size", _HINT)
     number = float(match.group("num"))
     unit = (match.group("unit") or "").lower()
     if unit in ("", "b"):
         if not number.is_integer():
             raise PlanError(f"{what}: {text!r} is a fraction of a byte", _HINT)
-        return int(number)
+        return _bounded(number, text, what)
     prefix, rest = unit[0], unit[1:]
     factor = _DECIMAL[prefix] if rest == "b" else _BINARY[prefix]  # KB: decimal; K, Ki, KiB: binary
-    return int(round(number * factor))
+    return _bounded(round(number * factor), text, what)
+
+
+#: The largest size anyone means (8 EiB; 2**63 - 1 bytes is what every C counter holds).
+MAX_SIZE = 2**63 - 1
+
+
+def _bounded(number: float, text: str, what: str) -> int:
+    # A 400-digit number is a float of inf here: int() of it would raise OverflowError.
+    if not math.isfinite(number) or number > MAX_SIZE:
+        raise PlanError(f"{what}: {text[:40]!r} is larger than any disk or memory", _HINT)
+    return int(number)
 
 
 def format_bytes(n: Union[int, float, None], digits: int = 1) -> str:

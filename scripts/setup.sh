@@ -66,6 +66,17 @@ if has_nvidia_gpu; then
   extras=${extras:+${extras%]},gpu]}; extras=${extras:-[gpu]}
 fi
 
+# The `zerotui serve` test opens the dashboard in a real headless Chromium: a system package (Debian's
+# `chromium`), installed here when the test tools are asked for and apt can do it.
+if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+  as_root=""; [ "$(id -u)" -ne 0 ] && as_root="sudo -n"
+  say "installing headless Chromium for the browser test (apt-get install chromium)"
+  $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+    || { $as_root apt-get update -q >/dev/null 2>&1 && $as_root env DEBIAN_FRONTEND=noninteractive \
+         apt-get install -y -q chromium >/dev/null 2>&1; } \
+    || say "could not install chromium (no root?): tests/tui/test_serve.py will say so; apt install chromium"
+fi
+
 say "installing zerotui$extras (editable) and its dependencies"
 "${pip[@]}" install -q -e ".$extras"
 echo "$want" > "$stamp"

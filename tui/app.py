@@ -1,12 +1,10 @@
 """The zerotui App: the wizard's state, its screens, its key bindings and command palette entries.
 
 Slow work never runs on the UI thread: hardware detection, resolving a model (config files, the meta
-device), the recommender and launching each run in a thread worker spelled out in full
-and report back through the dataclass messages of ``tui/messages.py``. The memory estimate itself takes
-~0.02 ms, so once the model is known it runs inline and the bar moves with the key press.
-
-Nothing here imports torch, deepspeed or transformers: the core modules are imported inside the
-workers, when first needed, so the first frame comes quickly.
+device), the recommender and launching each run run in thread workers and report back through the
+dataclass messages of ``tui/messages.py``. The memory estimate itself takes ~0.02 ms, so once the model
+is known it runs inline and the bar moves with the key press. Nothing here imports torch, deepspeed or
+transformers: the core modules are imported inside the workers, so the first frame comes quickly.
 """
 from __future__ import annotations
 
@@ -23,6 +21,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from zerotui.core.errors import ZeroTuiError
+from zerotui.core.deepspeed.prebuild import start_in_background
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.plan.schema import Plan
 from zerotui.tui.dashboard.navigation import RunNavigation
@@ -68,6 +67,7 @@ class ZeroTuiApp(RunNavigation):
     ]
 
     budget_view: reactive[BudgetView] = reactive(BudgetView(pending=True), always_update=True)
+    read_only = False  # `zerotui serve` without --allow-control: dashboards refuse every control
     breakdown_expanded: reactive[bool] = reactive(False)
 
     def __init__(self, hardware: Optional[Hardware] = None, preset: Optional[str] = None,
@@ -101,6 +101,8 @@ class ZeroTuiApp(RunNavigation):
             self.post_message(HardwareDetected(self.hardware))
         if self.preset:
             self.open_preset(self.preset)
+        if not self.is_headless:  # DeepSpeed's ops compile while the user plans, not at the first launch
+            start_in_background()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="hardware",
           description="detect GPUs, RAM and disks")
@@ -129,7 +131,7 @@ class ZeroTuiApp(RunNavigation):
         """Take a whole Plan (preset, Fit): every screen shows its values and the budget is redone."""
         self.state.replace_plan(plan)
         for screen in self.screen_stack:
-            if isinstance(screen, ShowsPlan):
+            if isinstance(screen, ShowsPlan) and screen.is_mounted:  # a new one shows it as it mounts
                 screen.show_state()
         self.schedule_estimate()
 
@@ -203,7 +205,7 @@ class ZeroTuiApp(RunNavigation):
         self.budget_view = BudgetView(budget=budget, pending=False, error=message.error,
                                       plan_error=self.budget_view.plan_error, seconds=message.seconds)
         for screen in self.screen_stack:
-            if isinstance(screen, ShowsBudget):
+            if isinstance(screen, ShowsBudget) and screen.is_mounted:
                 screen.budget_changed()
 
     def action_toggle_breakdown(self) -> None:

@@ -1,5 +1,5 @@
 """Entry points the CLI calls: the wizard (``zerotui``, ``zerotui --preset NAME``) and the dashboard on
-one run (``zerotui attach RUN``). Imports stay inside the functions so ``zerotui doctor`` never pays for
+one run (``zerotui attach RUN``), and the sweep screen (``zerotui sweep --watch``). Imports stay inside the functions so ``zerotui doctor`` never pays for
 Textual."""
 from __future__ import annotations
 
@@ -14,12 +14,29 @@ def run_wizard(preset: Optional[str] = None) -> int:
     return _finish(app)
 
 
-def run_attach(paths: Any) -> int:
+def run_attach(paths: Any, read_only: bool = False) -> int:
     from zerotui.tui.app import ZeroTuiApp
 
     app = ZeroTuiApp(attach=paths)
+    app.read_only = read_only
     app.run()
     return _finish(app)
+
+
+def run_sweep_watch(paths: Any) -> int:
+    """`zerotui sweep --watch`: the sweep screen alone."""
+    from textual.app import App
+
+    from zerotui.tui.dashboard.sweep_screen import SweepScreen
+
+    class SweepApp(App):
+        TITLE = "zerotui sweep"
+
+        def on_mount(self) -> None:
+            self.push_screen(SweepScreen(paths))
+
+    SweepApp().run()
+    return 0
 
 
 def _finish(app: Any) -> int:

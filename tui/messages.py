@@ -195,3 +195,10 @@ class ShowRuns(Message):
     """Open the list of runs in ``runs_dir`` (None: the default runs folder)."""
 
     runs_dir: Optional[Path] = None
+
+
+@dataclass
+class OpenSweep(Message):
+    """Open the sweep screen on a sweep folder (``core.sweep.folder.SweepPaths``) started from the wizard."""
+
+    paths: Any

@@ -5,6 +5,7 @@ training, and a later `zerotui attach` shows its whole history from events.jsonl
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -17,15 +18,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "else the newest run)")
     parser.add_argument("--runs-dir", type=Path, metavar="DIR",
                         help="where the runs are (default: the user data folder, or ZEROTUI_RUNS_DIR)")
+    parser.add_argument("--read-only", action="store_true",
+                        help="refuse every control (pause, checkpoint, stop, resume): what `zerotui serve` shows")
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.run.folder import resolve_run
+    from zerotui.core.run.folder import require_intact, resolve_run
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+    require_intact(paths, "attach to")  # a FIFO events.jsonl would hang the dashboard's reader
+    served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # textual-serve relays it to a browser
+    if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise RunError(f"`zerotui attach` needs a terminal (found run {paths.name})",
                        "run it in a terminal or tmux; `zerotui runs` prints the state without one")
     from zerotui.tui.launch import run_attach
 
-    return run_attach(paths)
+    return run_attach(paths, read_only=args.read_only)

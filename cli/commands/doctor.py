@@ -23,9 +23,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also measure sequential write speed in DIR (e.g. your --nvme-path)")
     parser.add_argument("--write-size", metavar="SIZE", default="256MiB",
                         help="how much the write test writes (default 256MiB)")
+    parser.add_argument("--build-ops", action="store_true",
+                        help="compile the DeepSpeed ops runs load (cpu_adam, fused_adam, ...) now, once per "
+                             "machine, instead of during a run's start")
+
+
+def build_ops(quiet: bool = False) -> int:
+    """``--build-ops``: every op a plan on this machine may load; exit 1 when one cannot be built."""
+    import torch
+
+    from zerotui.core.deepspeed.prebuild import all_ops, build, is_built
+
+    failed = 0
+    for name in all_ops(torch.cuda.is_available()):
+        if is_built(name):
+            if not quiet:
+                print(f"{name}: already built")
+            continue
+        if not quiet:
+            print(f"{name}: building (about a minute)...", flush=True)
+        try:
+            seconds = build(name)
+        except Exception as err:  # noqa: BLE001 - a compiler or CUDA toolkit problem: `zerotui doctor` explains
+            failed += 1
+            print(f"{name}: could not be built ({str(err).splitlines()[0][:200] if str(err) else type(err).__name__}); "
+                  "`zerotui doctor` lists what is missing")
+            continue
+        if not quiet:
+            print(f"{name}: built in {seconds:.0f} s")
+    return 1 if failed else 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.build_ops:
+        return build_ops()
     from zerotui.core.doctor.report import collect, render_text
     from zerotui.core.hardware.detect import detect, measure_write, parse_size
 

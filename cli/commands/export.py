@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from zerotui.core.export.deepspeed_cli import export_plan
 
-    if not (args.source or args.plan_preset or args.plan_file):
+    if args.source is None and not (args.plan_preset or args.plan_file):  # "" is refused by name below
         raise PlanError("export needs a starting point: a preset name or a plan file",
                         "e.g. `zerotui export tiny-cpu-demo -o ./demo` (`zerotui presets` lists them)")
     plan = plan_from_args(args, args.source)

@@ -1,5 +1,6 @@
-"""`zerotui import DS_CONFIG.json [-o PLAN.yaml] [PLAN OPTIONS]`: an existing ds_config as the start of a
-plan, with a warning for every unknown key, conflicting value, "auto" placeholder and dropped setting."""
+"""`zerotui import CONFIG [-o PLAN.yaml] [PLAN OPTIONS]`: an existing ds_config.json, or a LLaMA-Factory or
+axolotl training YAML (docs/peer_configs.md), as the start of a plan, with a warning for every unknown key,
+conflicting value, "auto" placeholder and setting not carried over. Any other file is refused (exit 2)."""
 from __future__ import annotations
 
 import argparse
@@ -12,32 +13,35 @@ from zerotui.core.errors import PlanError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("config", type=Path, metavar="DS_CONFIG.json", help="the DeepSpeed config to import")
+    parser.add_argument("config", type=Path, metavar="DS_CONFIG.json|TRAIN.yaml",
+                        help="a DeepSpeed ds_config.json, or a LLaMA-Factory / axolotl training YAML")
     parser.add_argument("-o", "--out", type=Path, metavar="PLAN.yaml",
                         help="write the plan here (default: print it; warnings go to stderr)")
     parser.add_argument("--force", action="store_true", help="replace PLAN.yaml if it exists")
     parser.add_argument("--json", action="store_true",
-                        help="print {plan, warnings, dropped, kept, world_size} as JSON")
-    # A ds_config names no model or data: give them (and anything else) as plan options.
+                        help="print {plan, format, warnings, dropped, kept, world_size} as JSON")
+    # A ds_config names no model or data: give them (and anything else) as plan options; they also win
+    # over what a training YAML says.
     add_plan_options(parser, with_source=False)
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.deepspeed.import_config import import_ds_config
+    from zerotui.core.deepspeed.peers import import_training_config
 
-    result = import_ds_config(args.config, overrides=plan_overrides(args))
-    yaml_text = f"# imported by zerotui from {args.config}\n" + result.plan.to_yaml()
+    result = import_training_config(args.config, overrides=plan_overrides(args))
+    yaml_text = f"# imported by zerotui from {args.config} ({result.source_format})\n" + result.plan.to_yaml()
     if args.out is not None:
         _write_plan(args.out, yaml_text, args.force)
     if args.json:
-        print(json.dumps({"plan": result.plan.to_dict(), "warnings": result.warnings, "dropped": result.dropped,
-                          "kept": result.kept, "world_size": result.world_size}, indent=2))
+        print(json.dumps({"plan": result.plan.to_dict(), "format": result.source_format, "warnings": result.warnings,
+                          "dropped": result.dropped, "kept": result.kept, "world_size": result.world_size}, indent=2))
         return 0
     # With -o the report is the output; without, the plan is, so the report goes to stderr.
     report = sys.stdout if args.out is not None else sys.stderr
     for w in result.warnings:
         print(f"warning: {w}", file=report)
-    for d in result.dropped:
+    # A training YAML's warnings already name each key not carried over ("...: not carried over; ...").
+    for d in result.dropped if result.source_format == "ds_config" else ():
         print(f"dropped: {d}", file=report)
     if result.kept:
         print(f"kept verbatim in ds_overrides: {', '.join(result.kept)}", file=report)

@@ -30,7 +30,10 @@ def run(args: argparse.Namespace) -> int:
     with contextlib.redirect_stdout(sys.stderr):
         from zerotui.core.export.merge import merge_run
 
-        out = merge_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype)
+        notes: list[str] = []
+        out = merge_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype, notes=notes)
+    for note in notes:  # a damaged newest checkpoint: say which one was passed over, and why
+        sys.stderr.write(f"zerotui merge: {note}\n")
     if args.json:
         print(json.dumps({"run": str(paths.root), "output": str(out)}))
     else:

@@ -34,6 +34,8 @@ def run_record(summary: Any, now: float) -> dict[str, Any]:
         "pid": st.get("pid"), "phase": st.get("phase"), "reason": st.get("reason"),
         "checkpoint_step": st.get("checkpoint_step"),
     }
+    if summary.state == "damaged":
+        rec["note"] = summary.damage
     if summary.state == "lost":
         ram = as_float(st.get("ram_fraction"))
         rec["note"] = (f"host RAM was at {ram:.0%} at the last heartbeat: probably ended by the OOM killer"
@@ -89,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"  {rec['name']}: {rec['reason']}")
         elif rec["state"] == "lost":
             print(f"  {rec['name']}: {rec['note']}; `zerotui resume {rec['name']}` continues it")
+        elif rec["state"] == "damaged":
+            print(f"  {rec['name']}: {rec['note']}; restore or delete that file")
     if hidden:
         print(f"({hidden} older runs not shown; --all lists them)")
     return 0

@@ -24,9 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zerotui.cli.run_follow import EventCursor, events_end, finished_exit_code, format_event
-    from zerotui.core.run.folder import read_status, resolve_run, run_state, send_control
+    from zerotui.core.run.folder import read_status, require_intact, resolve_run, run_state, send_control
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
+    require_intact(paths, "stop")
     state = run_state(paths)
     if not args.run and state in ("completed", "stopped", "failed", "lost"):
         raise RunError(f"no live run to stop; the newest, {paths.name}, is {state}",

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from zerotui.core.errors import DataError
+from zerotui.core.safe_read import describe, open_file, open_regular
 
 SUFFIXES = (".json", ".jsonl", ".csv", ".parquet", ".txt")
 FORMATS_HINT = ("give a .json (a list of objects), .jsonl (one object a line), .csv (with a header), "
@@ -79,6 +80,10 @@ def read_rows(data: str, text_field: str = "text", max_rows: Optional[int] = Non
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
         raise DataError(f"data file {path}: unknown type '{suffix or '(none)'}'", FORMATS_HINT)
+    try:  # a FIFO, a device or a socket named like data: refused at once, never opened for a blocking read
+        os.close(open_regular(path))
+    except OSError as err:
+        raise DataError(f"data file {path} {describe(err)}", FORMATS_HINT) from None
     stat = path.stat()
     fingerprint = f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}"
     if suffix == ".parquet":
@@ -105,7 +110,8 @@ def read_rows(data: str, text_field: str = "text", max_rows: Optional[int] = Non
 
 
 def _read_text(path: Path) -> str:
-    raw = path.read_bytes()
+    with open_file(path) as fh:  # regular files only (the check above; a swap since then is refused too)
+        raw = fh.read()
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):  # the byte-order mark Windows tools write for "Unicode"
         raise DataError(f"data file {path} is UTF-16 text, not UTF-8",
                         f"convert it, e.g. `iconv -f utf-16 -t utf-8 {path.name} > fixed{path.suffix}`")
@@ -128,6 +134,9 @@ def _parse_json(text: str, path: Path) -> tuple[list, list, BadRows]:
         if err.msg == "Extra data":  # several objects one after another: JSON Lines named .json
             return _parse_jsonl(text)
         raise DataError(f"data file {path} is not valid JSON ({err.msg}: line {err.lineno}, column {err.colno})",
+                        "a .json data file holds a list of objects; one object a line is .jsonl") from None
+    except (ValueError, RecursionError) as err:  # a 5,001-digit number; brackets nested thousands deep
+        raise DataError(f"data file {path} is not usable JSON ({_why(err)})",
                         "a .json data file holds a list of objects; one object a line is .jsonl") from None
     if isinstance(value, dict):
         # {"data": [...]} / {"train": [...]}: the first list of objects inside.
@@ -152,7 +161,13 @@ def _parse_jsonl(text: str) -> tuple[list, list, BadRows]:
             where.append(f"line {n}")
         except json.JSONDecodeError as err:
             bad.add(f"line {n}", f"not valid JSON ({err.msg})")
+        except (ValueError, RecursionError) as err:  # a 5,001-digit number; brackets nested thousands deep
+            bad.add(f"line {n}", f"not usable JSON ({_why(err)})")
     return rows, where, bad
+
+
+def _why(err: BaseException) -> str:
+    return "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0][:80]
 
 
 def _parse_csv(text: str) -> tuple[list, list, BadRows]:
@@ -202,6 +217,9 @@ def _read_hub(spec: str, max_rows: Optional[int]) -> RawRows:
     name, _, config = spec.partition(":")
     if not name:
         raise DataError("hub: needs a dataset id, e.g. hub:tatsu-lab/alpaca", FORMATS_HINT)
+    from zerotui.core.hardware.hub import go_offline
+
+    go_offline()  # no network: the cache answers at once, instead of a minute of retries
     offline = os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("HF_DATASETS_OFFLINE") == "1"
     try:
         import datasets

@@ -16,7 +16,7 @@ from zerotui.core.deepspeed.read import read_ds_config
 from zerotui.core.errors import ConfigImportError, PlanError
 from zerotui.core.plan.schema import Plan, plan_from_dict
 
-__all__ = ["ImportResult", "import_ds_config", "read_ds_config"]
+__all__ = ["ImportResult", "import_ds_config", "plan_name", "read_ds_config"]
 
 
 @dataclass
@@ -26,9 +26,11 @@ class ImportResult:
     dropped: list[str] = field(default_factory=list)   # "key: why" for each setting not carried over
     kept: list[str] = field(default_factory=list)      # keys kept verbatim in plan.ds_overrides
     world_size: int = 1                                 # the world size train_batch_size was checked against
+    source_format: str = "ds_config"                    # or "LLaMA-Factory" / "axolotl" (deepspeed/peers)
 
 
-def _plan_name(source: str) -> str:
+def plan_name(source: str) -> str:
+    """A valid plan name from the file's name."""
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(source).stem).strip("-._") if source else ""
     return (stem or "imported")[:80]
 
@@ -53,7 +55,7 @@ def import_ds_config(path_or_dict: Path | str | dict[str, Any], world_size: Opti
     imp.warnings += warnings
     imp.run()
 
-    fields = {"name": _plan_name(source), "description": f"imported from {Path(source).name}" if source else "imported"}
+    fields = {"name": plan_name(source), "description": f"imported from {Path(source).name}" if source else "imported"}
     fields.update(imp.fields)
     user_overrides = overrides.pop("ds_overrides", None) or {}
     fields.update(overrides)

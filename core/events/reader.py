@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,7 @@ from zerotui.core.events.columns import Parsed, decode_lines, parse_events
 from zerotui.core.events.stream import read_lines
 from zerotui.core.events.history import RunHistory
 from zerotui.core.events.superseded import drop_superseded
+from zerotui.core.safe_read import open_file
 
 CHUNK_BYTES = 4 << 20
 #: Below this a helper process costs more (≈0.2 s to start Python with numpy) than it saves.
@@ -44,7 +46,7 @@ def parse_range(path: Path | str, start: int, end: int, chunk_bytes: int = CHUNK
                 cancelled: Cancelled = None) -> list[Parsed]:
     """Parse the whole lines of bytes [start, end) (``start`` at a line start, ``end`` after a newline)."""
     out: list[Parsed] = []
-    with open(path, "rb") as fh:
+    with open_file(path, follow=False) as fh:
         fh.seek(start)
         pos, carry = start, b""
         while pos < end and (cancelled is None or not cancelled()):
@@ -64,7 +66,7 @@ def parse_range(path: Path | str, start: int, end: int, chunk_bytes: int = CHUNK
 
 def _whole_lines_end(path: Path | str, size: int) -> int:
     """The offset just after the last newline (a torn last line is left for the follower)."""
-    with open(path, "rb") as fh:
+    with open_file(path, follow=False) as fh:
         pos = size
         while pos > 0:
             step = min(65536, pos)
@@ -78,7 +80,7 @@ def _whole_lines_end(path: Path | str, size: int) -> int:
 
 
 def _line_start_after(path: Path | str, offset: int) -> int:
-    with open(path, "rb") as fh:
+    with open_file(path, follow=False) as fh:
         fh.seek(offset)
         rest = fh.readline()
     return offset + len(rest)
@@ -118,9 +120,12 @@ def load_history(path: Path | str, history: Optional[RunHistory] = None, chunk_b
     history (a run that has not written its first event yet)."""
     history = history or RunHistory()
     try:
-        size = os.path.getsize(path)
+        st = os.lstat(path)
     except OSError:
         return history, 0
+    if not stat.S_ISREG(st.st_mode):  # a symlink out of the run folder, a FIFO: nothing of this run's
+        return history, 0
+    size = st.st_size
     end = _whole_lines_end(path, size)
     use_helper = parallel if parallel is not None else end >= PARALLEL_MIN_BYTES
     cut = _line_start_after(path, int(end * HELPER_SHARE)) if use_helper and end > 0 else 0
@@ -145,7 +150,7 @@ def load_history(path: Path | str, history: Optional[RunHistory] = None, chunk_b
 
 def _last_time(path: Path | str, end: int) -> Optional[float]:
     """The time of the newest event among the last whole lines before ``end`` (None if unreadable)."""
-    with open(path, "rb") as fh:
+    with open_file(path, follow=False) as fh:
         fh.seek(max(0, end - 65536))
         tail = fh.read(end - max(0, end - 65536))
     times = [ev.get("t") for ev in decode_lines(tail[tail.find(b"\n") + 1:] if end > 65536 else tail)
@@ -198,7 +203,7 @@ class EventFollower:
 
 def _last_step_before(path: Path, offset: int, window: int = 1 << 20) -> float:
     """The newest step event in the MiB before ``offset`` (0.0 when none: nothing to supersede)."""
-    with open(path, "rb") as fh:
+    with open_file(path, follow=False) as fh:
         fh.seek(max(0, offset - window))
         blob = fh.read(offset - max(0, offset - window))
     for ev in reversed(decode_lines(blob[blob.find(b"\n") + 1:] if offset > window else blob)):

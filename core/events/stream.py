@@ -12,9 +12,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import stat
 import time
 from pathlib import Path
 from typing import Any, Optional
+
+from zerotui.core.safe_read import InputFileError, open_file
 
 SCHEMA_VERSION = 1
 
@@ -100,8 +103,10 @@ class EventWriter:
         self.path = Path(path)
         self._fsync = fsync
         self._lock = threading.Lock()
-        # Line-buffered text append: each write lands as one write() of a whole line.
-        self._fh = open(self.path, "a", encoding="utf-8", buffering=1)
+        # Line-buffered text append: each write lands as one write() of a whole line. O_NOFOLLOW, O_NONBLOCK
+        # and a regular-file check: events go into the run folder's own file, never through a symlink to
+        # another file, and a FIFO planted there fails here instead of blocking the worker in open().
+        self._fh = os.fdopen(_open_append(self.path), "a", encoding="utf-8", buffering=1)
 
     def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
         event = make_event(type_, **fields)
@@ -130,6 +135,17 @@ class EventWriter:
         self.close()
 
 
+def _open_append(path: Path) -> int:
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o666)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise InputFileError(path, "is not a regular file (a FIFO or a device); events go only into the "
+                             "run folder's own events.jsonl")
+    os.set_blocking(fd, True)
+    return fd
+
+
 def read_lines(path: Path | str, offset: int = 0, max_bytes: Optional[int] = None) -> tuple[bytes, int, bool]:
     """The whole lines appended after byte ``offset``: (their bytes, the offset to go on from, restarted).
 
@@ -140,22 +156,27 @@ def read_lines(path: Path | str, offset: int = 0, max_bytes: Optional[int] = Non
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
-    except FileNotFoundError:
+        fh = open_file(p, follow=False)  # the run folder's own regular file: never a link out, never a FIFO
+    except OSError:  # missing (not started yet), or not a file to read: nothing to read, as before
         return b"", offset, False
+    with fh:
+        return _read_lines(fh, offset, max_bytes)
+
+
+def _read_lines(fh: Any, offset: int, max_bytes: Optional[int]) -> tuple[bytes, int, bool]:
+    size = os.fstat(fh.fileno()).st_size
     restarted = False
     if size < offset:
         offset, restarted = 0, True
     if size == offset:
         return b"", offset, restarted
     want = -1 if max_bytes is None else max_bytes
-    with open(p, "rb") as fh:
-        if offset:
-            fh.seek(offset - 1)
-            if fh.read(1) != b"\n":  # another file now: read it from the start
-                offset, restarted = 0, True
-                fh.seek(0)
-        chunk = fh.read(want)
+    if offset:
+        fh.seek(offset - 1)
+        if fh.read(1) != b"\n":  # another file now: read it from the start
+            offset, restarted = 0, True
+            fh.seek(0)
+    chunk = fh.read(want)
     end = chunk.rfind(b"\n")
     if end < 0:
         return b"", offset, restarted
@@ -183,7 +204,7 @@ def read_end(path: Path | str, nbytes: int, tail: bool) -> list[dict]:
     """The whole events in the first (``tail=False``) or last ``nbytes`` of the file: a list of runs must
     appear at once even when a 32-hour run's file is over 100 MB. Undecodable lines are skipped."""
     try:
-        with open(path, "rb") as fh:
+        with open_file(path, follow=False) as fh:
             if tail:
                 fh.seek(0, 2)
                 size = fh.tell()

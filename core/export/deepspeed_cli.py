@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from zerotui.core.atomic import atomic_write_text, create_exclusive_text, user_mode
+from zerotui.core.atomic import user_mode
 from zerotui.core.errors import ModelError, RunError
+from zerotui.core.export.staged_write import write_files
 from zerotui.core.model.spec import spec_for_plan
 from zerotui.core.plan.schema import Plan
 from zerotui.core.run.launcher import NO_MULTICAST_ENV, SUPERVISOR_MODULE, deepspeed_args, deepspeed_env_lines
@@ -86,37 +87,27 @@ def launch_script(out: Path, deepspeed_argv: list[str], port: int, per_node: int
 
 
 def _write_all(out: Path, contents: dict[str, str], force: bool) -> None:
-    """Write every file or none: existing ones are refused up front (unless --force), and files this call
-    created are removed again if a later write fails."""
+    """Write every file or none (core/export/staged_write.py): what is in the way is named up front, the
+    new files are staged next to their targets and renamed in only when all are written, and a folder
+    this call created is removed again on failure."""
     if out.exists() and not out.is_dir():
         raise RunError(f"{out} is a file, not a folder", "give -o a folder (it is created if missing)")
-    existing = [name for name in contents if (out / name).exists()]
+    existing = [name for name in contents if os.path.lexists(out / name)]
+    for name in existing:
+        if not (out / name).is_file() or (out / name).is_symlink():
+            raise RunError(f"{out / name} is not a plain file; export writes its {name} there",
+                           "move it away, or give another -o DIR")
     if existing and not force:
         raise RunError(f"{out} already has {', '.join(existing)}", "use --force to replace them, or another -o DIR")
-    created: list[Path] = []
+    modes = {name: user_mode(0o777 if name.endswith(".sh") else 0o666) for name in contents}
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        for name, text in contents.items():
-            path = out / name
-            was_there = path.exists()
-            (atomic_write_text if force else create_exclusive_text)(path, text)
-            if not was_there:
-                created.append(path)
+        write_files(out, contents, modes)
     except FileExistsError as err:
-        _remove(created)
         raise RunError(f"{err.filename or out} appeared while exporting", "use --force to replace it") from None
     except OSError as err:
-        _remove(created)
-        raise RunError(f"cannot write into {out}: {err.strerror or err}", "check free space and permissions") from None
-    os.chmod(out / "launch.sh", user_mode(0o777))  # executable, readable as the umask allows
-
-
-def _remove(paths: list[Path]) -> None:
-    for p in paths:
-        try:
-            p.unlink()
-        except OSError:
-            pass
+        where = err.filename or out
+        raise RunError(f"cannot write {where}: {err.strerror or err}; nothing was changed",
+                       "check free space and permissions, or give another -o DIR") from None
 
 
 @dataclass

@@ -23,11 +23,11 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from zerotui.core.train.checkpoint import CheckpointInfo, list_checkpoints, newest_complete
+from zerotui.core.atomic import honour_umask
 from zerotui.core.errors import RunError
+from zerotui.core.export.checkpoint_load import Loaded, load_checkpoint
 
 DTYPES = ("bf16", "fp16", "fp32")
-ZERO_STATE_GLOB = "*_optim_states.pt"
 
 
 def _check_out(out_dir: Path) -> None:
@@ -43,21 +43,8 @@ def _check_out(out_dir: Path) -> None:
         raise RunError(f"cannot write in {parent}", "choose a folder you can write to")
 
 
-def _pick_checkpoint(paths: Any, tag: Optional[str]) -> Optional[CheckpointInfo]:
-    if tag in (None, "latest"):
-        return newest_complete(paths.checkpoints)
-    for c in list_checkpoints(paths.checkpoints):
-        if c.tag == tag or str(c.step) == tag:
-            if not c.complete:
-                raise RunError(f"checkpoint {c.tag} of {paths.name} is incomplete (torn while being written)",
-                               "pick another with --checkpoint, or leave it out for the newest complete one")
-            return c
-    have = ", ".join(c.tag for c in list_checkpoints(paths.checkpoints) if c.complete) or "none"
-    raise RunError(f"run {paths.name} has no checkpoint {tag!r}", f"complete checkpoints: {have}")
-
-
 def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = None,
-              dtype: Optional[str] = None) -> Path:
+              dtype: Optional[str] = None, notes: Optional[list[str]] = None) -> Path:
     """Write the merged / consolidated model of ``run_paths`` to ``out_dir``; returns ``out_dir``.
 
     ``checkpoint``: a tag (``step120``), a step number or ``latest``; by default ``final/`` when the run
@@ -70,16 +57,23 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = N
     hf_logging.disable_progress_bar()
     out = Path(out_dir).expanduser().resolve()
     _check_out(out)
-    if not run_paths.plan.exists():
+    if not os.path.lexists(run_paths.plan):
         raise RunError(f"{run_paths.root} has no plan.yaml: not a zerotui run folder", "`zerotui runs` lists the runs")
-    plan = load_plan(run_paths.plan)
+    from zerotui.core.run.folder import require_intact
+
+    require_intact(run_paths, "merge")
+    plan = load_plan(run_paths.plan, follow=False)
     dtype = dtype or plan.precision
     if dtype not in DTYPES:
         raise RunError(f"unknown dtype {dtype!r}", f"use one of: {', '.join(DTYPES)}")
     final = run_paths.final
     has_final = (final / "config.json").exists() or (final / "adapter_config.json").exists()
     use_final = checkpoint is None and has_final
-    info = None if use_final else _pick_checkpoint(run_paths, checkpoint)
+    # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
+    loaded = None if use_final else load_checkpoint(run_paths, checkpoint)
+    info = loaded.info if loaded is not None else None
+    if loaded is not None and notes is not None:
+        notes += [f"skipped checkpoint {s}" for s in loaded.skipped]
     if not use_final and info is None:
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
@@ -87,9 +81,9 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = N
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
         if plan.uses_adapters():
-            model = _merged_lora(plan, final if use_final else None, info, dtype)
+            model = _merged_lora(plan, final if use_final else None, loaded, dtype)
         else:
-            model = _full_model(plan, final if use_final else None, info)
+            model = _full_model(plan, final if use_final else None, loaded)
         model.to(_torch_dtype(dtype))
         model.config.use_cache = True  # the merged model is for inference
         model.save_pretrained(str(tmp), safe_serialization=True)
@@ -97,7 +91,7 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = N
         (tmp / "zerotui.json").write_text(json.dumps({
             "merged_from": str(run_paths.root), "source": "final" if use_final else info.tag,  # type: ignore[union-attr]
             "method": plan.method, "base_model": plan.model, "dtype": dtype, "time": time.time()}, indent=2))
-        os.chmod(tmp, 0o755)
+        honour_umask(tmp)  # mkdtemp made it 0700; the merged model gets what the umask says
         if out.exists():
             out.rmdir()  # empty (checked above)
         os.rename(tmp, out)
@@ -123,36 +117,6 @@ def _tokenizer(plan: Any, final: Path) -> Any:
     return load_tokenizer(plan)
 
 
-def consolidated_state_dict(info: CheckpointInfo) -> dict[str, Any]:
-    """The weights of one checkpoint as a plain ``{name: tensor}`` dict on CPU.
-
-    ZeRO stages 1-3 (and stage 0's bf16 optimizer, which also keeps partitioned fp32 masters): the fp32
-    master weights through DeepSpeed's zero_to_fp32 logic. Otherwise (stage 0 fp32/fp16) the module
-    weights stored in the model-states file.
-    """
-    import torch
-
-    if any(info.path.glob(ZERO_STATE_GLOB)):
-        import contextlib
-        import sys
-
-        from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
-
-        try:
-            # zero_to_fp32 reports progress with print(): keep stdout for the command's own output.
-            with contextlib.redirect_stdout(sys.stderr):
-                return get_fp32_state_dict_from_zero_checkpoint(str(info.path.parent), tag=info.tag)
-        except ValueError as err:
-            if "is not a zero checkpoint" not in str(err):
-                raise RunError(f"checkpoint {info.path} cannot be consolidated: {err}",
-                               "pick another with --checkpoint") from None
-    model_file = info.path / "mp_rank_00_model_states.pt"
-    if not model_file.exists():
-        raise RunError(f"checkpoint {info.path} has no model states file", "pick another with --checkpoint")
-    state = torch.load(model_file, map_location="cpu", weights_only=False)
-    return {k: v.float() for k, v in state["module"].items()}
-
-
 def _empty_model(plan: Any) -> Any:
     """The architecture without weights (meta device): filled from a consolidated state dict."""
     import torch
@@ -166,13 +130,14 @@ def _empty_model(plan: Any) -> Any:
                                                 trust_remote_code=plan.trust_remote_code)
 
 
-def _full_model(plan: Any, final: Optional[Path], info: Optional[CheckpointInfo]) -> Any:
+def _full_model(plan: Any, final: Optional[Path], loaded: Optional[Loaded]) -> Any:
     import torch
     from transformers import AutoModelForCausalLM
 
     if final is not None:
         return AutoModelForCausalLM.from_pretrained(str(final), dtype=torch.float32)
-    state = consolidated_state_dict(info)  # type: ignore[arg-type]
+    assert loaded is not None
+    state, info = loaded.state, loaded.info
     model = _empty_model(plan)
     missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
     missing = [k for k in missing if k not in _tied_names(model)]
@@ -224,7 +189,7 @@ def _merge_device() -> Any:
     return {"": 0} if torch.cuda.is_available() else {"": "cpu"}
 
 
-def _merged_lora(plan: Any, final: Optional[Path], info: Optional[CheckpointInfo], dtype: str) -> Any:
+def _merged_lora(plan: Any, final: Optional[Path], loaded: Optional[Loaded], dtype: str) -> Any:
     from peft import LoraConfig, PeftModel, get_peft_model
 
     base = _base_model(plan, dtype)
@@ -234,7 +199,8 @@ def _merged_lora(plan: Any, final: Optional[Path], info: Optional[CheckpointInfo
         cfg = LoraConfig(r=plan.lora_r, lora_alpha=plan.lora_alpha, lora_dropout=plan.lora_dropout,
                          target_modules=list(plan.lora_targets), bias="none", task_type="CAUSAL_LM")
         model = get_peft_model(base, cfg)
-        state = consolidated_state_dict(info)  # type: ignore[arg-type]
+        assert loaded is not None
+        state, info = loaded.state, loaded.info
         wanted = {k for k in model.state_dict() if "lora_" in k}
         got = {k: v for k, v in state.items() if k in wanted}
         if not got or len(got) != len(wanted):

@@ -91,6 +91,14 @@ def _planning_only(name: str) -> bool:
     return name in set(known_models())
 
 
+def _cache_only_without_network(plan: Any) -> None:
+    """A hub id on a machine that cannot reach the hub: the cache, at once (core/hardware/hub.py)."""
+    if _local_folder(plan) is None and not _planning_only(plan.model):
+        from zerotui.core.hardware.hub import go_offline
+
+        go_offline()
+
+
 def load_config(plan: Any) -> Any:
     """The model's config (no weights): what the ds_config's bucket sizes and FLOP counts need."""
     folder = _local_folder(plan)
@@ -101,6 +109,7 @@ def load_config(plan: Any) -> Any:
                          "give a local model folder or a hub id (e.g. meta-llama/Llama-2-7b-hf) to train")
     from transformers import AutoConfig
 
+    _cache_only_without_network(plan)
     source = str(folder) if folder is not None else plan.model
     try:
         return AutoConfig.from_pretrained(source, trust_remote_code=plan.trust_remote_code)

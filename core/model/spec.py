@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -163,7 +162,7 @@ def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: boo
             config = AutoConfig.for_model(d.get("model_type", ""), **body)
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, trust_remote_code=trust_remote_code)
-    except (ValueError, KeyError, TypeError) as err:
+    except Exception as err:  # noqa: BLE001 - any value a config holds can fail a constructor differently
         raise ModelError(f"model {name}: transformers cannot build a causal LM from {source} "
                          f"({str(err).splitlines()[0][:160]})",
                          "zerotui plans decoder-only models; check model_type in config.json") from None
@@ -216,23 +215,31 @@ def spec_from_config(d: dict[str, Any], name: str = "model", source: str = "conf
 
 @functools.lru_cache(maxsize=64)
 def _meta_spec_cached(name: str, key: str, source: str, trust_remote_code: bool, folder: str) -> ModelSpec:
-    return _meta_spec(name, json.loads(key), source, trust_remote_code, folder)
+    from zerotui.core.model import spec_cache
+
+    remote = trust_remote_code and bool(json.loads(key).get("auto_map"))
+    if not remote:  # a folder's own code may change without its config.json changing: never cached
+        stored = spec_cache.load(key, trust_remote_code)
+        spec = spec_cache.as_spec(ModelSpec, stored["fields"], name, source) if stored else None
+        if spec is not None:
+            return spec
+    spec = _meta_spec(name, json.loads(key), source, trust_remote_code, folder)
+    if not remote:
+        spec_cache.store(key, trust_remote_code, spec)
+    return spec
+
+
+def spec_is_cached(d: dict[str, Any], trust_remote_code: bool = False) -> bool:
+    """Whether a spec of this config body was built before (so transformers knows its model_type)."""
+    from zerotui.core.model import spec_cache
+
+    return spec_cache.load(json.dumps(d, sort_keys=True, default=str), trust_remote_code) is not None
 
 
 def _read_config(path: Path, name: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ModelError(f"model config {path}: no such file",
-                         "give the path of the model's config.json") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ModelError(f"model config {path}: cannot read it ({err})", "check the path and permissions") from None
-    except json.JSONDecodeError as err:
-        raise ModelError(f"model config {path}: not valid JSON (line {err.lineno})",
-                         "give the config.json that comes with the model") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"model config {path}: expected a JSON object", "give the model's config.json")
-    return data
+    from zerotui.core.model.config_file import read_config_file
+
+    return read_config_file(path)
 
 
 def _hub_config(name: str, trust_remote_code: bool) -> Optional[dict[str, Any]]:
@@ -241,7 +248,10 @@ def _hub_config(name: str, trust_remote_code: bool) -> Optional[dict[str, Any]]:
         from transformers import AutoConfig
     except ImportError:  # pragma: no cover
         return None
-    attempts = [True] if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True") else [True, False]
+    from zerotui.core.hardware.hub import hub_reachable
+
+    # The cache first; the network only when the hub answers a quick connect (core/hardware/hub.py).
+    attempts = [True, False] if hub_reachable() else [True]
     for local_only in attempts:
         try:
             cfg = AutoConfig.from_pretrained(name, local_files_only=local_only, trust_remote_code=trust_remote_code)
@@ -267,7 +277,7 @@ def _resolve(model: str, config_path: Optional[str], trust_remote_code: bool) ->
     p = Path(model).expanduser()
     if p.is_dir():
         cfg = p / "config.json"
-        if not cfg.is_file():
+        if not cfg.exists() and not cfg.is_symlink():  # a FIFO or a folder there is refused by name
             raise ModelError(f"model folder {p} has no config.json",
                              "give a Hugging Face model folder (save_pretrained writes config.json)")
         return spec_from_config(_read_config(cfg, model), model, f"folder {p}", trust_remote_code, str(p))

@@ -14,7 +14,8 @@ import yaml
 
 from zerotui.core.atomic import atomic_write_text, create_exclusive_text
 from zerotui.core.errors import PlanError, PresetError
-from zerotui.core.plan.schema import Plan, plan_from_yaml
+from zerotui.core.plan.schema import PLAN_VALUES, Plan, load_plan
+from zerotui.core.safe_read import PLAN_BYTES, InputFileError, ValueProblem, as_error, load_yaml, read_text
 from zerotui.core.paths import builtin_presets_dir, user_presets_dir
 
 PRESET_SUFFIXES = (".yaml", ".yml")
@@ -43,9 +44,11 @@ def _yaml_files(folder: Path) -> dict[str, Path]:
 
 
 def _description(path: Path) -> str:
+    # Bounded like any plan (core/safe_read.py): one hostile file in the presets folder must not break
+    # `zerotui presets` and every preset lookup with a RecursionError, an alias bomb or a FIFO.
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        data = load_yaml(read_text(path, PLAN_BYTES))
+    except (OSError, ValueError, yaml.YAMLError):  # UnicodeDecodeError and ValueProblem are ValueErrors
         return "(unreadable: `zerotui presets` cannot parse this file)"
     return str(data.get("description") or "") if isinstance(data, dict) else ""
 
@@ -63,20 +66,24 @@ def _looks_like_path(text: str) -> bool:
     return text.endswith(PRESET_SUFFIXES) or os.sep in text or "/" in text
 
 
-def _read_plan_file(path: Path, label: str) -> Plan:
+def check_bounded(path: Path | str) -> None:
+    """PlanError when the YAML file at ``path`` is of the wrong kind (a FIFO, a device), too large, too
+    deep, an alias bomb or holds 1e400 — for readers of other YAML dialects (``--plan`` also takes a
+    LLaMA-Factory / axolotl file) that must not meet such a file unbounded. Anything else (a missing file,
+    bad syntax) is left for the reader to explain in its own words."""
+    p = Path(path).expanduser()
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanError(f"{path}: no such file", "give the path of a plan .yaml or a preset name "
-                        "(`zerotui presets` lists them)") from None
-    except IsADirectoryError:
-        raise PlanError(f"{path}: is a folder, not a plan file", "give the path of a plan .yaml") from None
-    except UnicodeDecodeError:
-        raise PlanError(f"{path}: not UTF-8 text", "save the plan as UTF-8 YAML") from None
-    except OSError as err:
-        raise PlanError(f"{path}: cannot read ({err.strerror or err})",
-                        "check the path and its permissions") from None
-    return plan_from_yaml(text, label)
+        load_yaml(read_text(p, PLAN_BYTES), max_values=PLAN_VALUES)
+    except ValueProblem as err:
+        raise as_error(err, str(p), PlanError) from None
+    except InputFileError as err:
+        raise PlanError(f"{p}: {err.why}", "give the path of a plan .yaml or a preset name") from None
+    except (OSError, ValueError, yaml.YAMLError):
+        return
+
+
+def _read_plan_file(path: Path, label: str) -> Plan:
+    return load_plan(path, label=label)
 
 
 def find_preset(name: str) -> PresetInfo:

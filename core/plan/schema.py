@@ -9,14 +9,17 @@ derived by methods, never stored, so it can never disagree with the rest.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal, Optional
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
+                      model_validator)
 
 from zerotui.core.errors import PlanError
+from zerotui.core.plan.describe import describe_validation_error, yaml_error
+from zerotui.core.safe_read import (PLAN_BYTES, MAX_INT, ValueProblem, as_error, check_value,
+                                    describe, load_yaml, quote, read_text)
 from zerotui.core.sizes import parse_size
 
 Method = Literal["full", "lora", "qlora"]
@@ -38,13 +41,17 @@ DS_OBJECT_SECTIONS = ("zero_optimization", "optimizer", "scheduler", "fp16", "bf
 TINY_MODEL = "tiny"
 #: The data name that selects the sample dataset shipped with zerotui.
 SAMPLE_DATA = "sample"
+#: Values a plan file may hold (about 90 fields, plus ds_overrides): an alias bomb stops here.
+PLAN_VALUES = 10_000
 
 
 class Plan(BaseModel):
     """A complete, validated description of one fine-tuning run."""
 
+    # allow_inf_nan=False: NaN compares false with every bound (a NaN lr was "must be less than 1") and
+    # inf would be exported as the non-JSON `Infinity`.
     model_config = ConfigDict(extra="forbid", validate_assignment=True, protected_namespaces=(),
-                              populate_by_name=True)
+                              populate_by_name=True, allow_inf_nan=False)
 
     # -- identity ---------------------------------------------------------------------------------
     name: str = Field("run", min_length=1, max_length=80, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
@@ -194,6 +201,11 @@ class Plan(BaseModel):
     tensorboard: bool = Field(False, description="Also log to TensorBoard (run dir / tensorboard).")
     csv_log: bool = Field(False, description="Also log to CSV files (run dir / csv).")
     wandb: bool = Field(False, description="Also log to Weights & Biases (needs wandb installed and logged in).")
+    notify_url: Optional[str] = Field(None, max_length=2048, description=(
+        "POST each alert and the run's end here, also with nothing attached (e.g. https://ntfy.sh/TOPIC, "
+        "or a webhook with --notify-format json); retried while the server is down."))
+    notify_format: Literal["ntfy", "json"] = Field("ntfy", description=(
+        "ntfy: the message as the body with Title/Tags/Priority headers; json: a JSON object."))
     max_nonfinite: int = Field(3, ge=1, description="Stop after this many non-finite losses in a row.")
     stall_minutes: float = Field(10.0, gt=0, description="Alert when no step completes for this long.")
 
@@ -202,16 +214,42 @@ class Plan(BaseModel):
     seed: int = Field(42, ge=0, description="Random seed for weights of new layers, data order and dropout.")
 
     # -- single-field rules -----------------------------------------------------------------------
+    @field_validator("notify_url")
+    @classmethod
+    def _notify_url_shape(cls, value: Optional[str]) -> Optional[str]:
+        from urllib.parse import urlsplit
+
+        if value is None or value == "":
+            return None
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.netloc or any(c.isspace() for c in value):
+            raise ValueError(f"notify_url must be an http:// or https:// URL (got {value[:80]!r}), "
+                             "e.g. https://ntfy.sh/my-runs")
+        return value
+
     @field_validator("ds_overrides")
     @classmethod
     def _overrides_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
         # DeepSpeed unpacks these sections as keyword arguments (DeepSpeedZeroConfig(**section)): a number
         # there fails deep inside deepspeed.initialize with a TypeError, after the model has loaded.
+        try:  # what reaches ds_config.json is bounded JSON: no inf, no 5,000-digit integers, no deep nests
+            check_value(value, max_values=PLAN_VALUES)
+        except ValueProblem as err:
+            raise ValueError(f"ds_overrides{'.' + err.where if err.where else ''} {err.what}; {err.fix}") from None
         for key in DS_OBJECT_SECTIONS:
             section = value.get(key)
             if section is not None and not isinstance(section, dict):
                 raise ValueError(f"ds_overrides.{key} must be a JSON object like {{\"key\": value}} "
                                  f"(got {section!r}); use null to remove the section")
+        return value
+
+    @field_validator("*")
+    @classmethod
+    def _bounded_ints(cls, value: Any, info: ValidationInfo) -> Any:
+        # Fields with no upper bound (seed, max_steps, ...) still end in C counters and torch.
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
+            raise ValueError(f"field '{info.field_name}': {quote(value)} is larger than any setting can hold; "
+                             f"use a number below {MAX_INT:,}")
         return value
 
     @field_validator("gpu_mem_cap", mode="before")
@@ -310,36 +348,6 @@ def field_help(name: str) -> str:
     raise KeyError(name)
 
 
-def _describe_validation_error(err: ValidationError, source: str) -> str:
-    """One line naming the first problem: the field, what was given, what is accepted."""
-    e = err.errors()[0]
-    loc = ".".join(str(p) for p in e.get("loc", ()) if p != "__root__")
-    kind = e.get("type", "")
-    msg = e.get("msg", "invalid")
-    where = f"{source}: " if source else ""
-    if kind == "extra_forbidden":
-        close = _close_names(loc)
-        hint = f"; did you mean {close}?" if close else ""
-        return f"{where}unknown key '{loc}'{hint}"
-    if kind == "value_error":
-        # model_validator messages are already written for people.
-        return f"{where}{msg.removeprefix('Value error, ')}"
-    given = e.get("input")
-    given_s = "" if isinstance(given, dict) else f" (got {given!r})"
-    if kind == "string_pattern_mismatch":  # a regular expression means nothing to most users
-        msg = "must use only letters, digits, '.', '_' and '-', starting with a letter or digit"
-    # pydantic says "Input should be ...", "String should have ...", "List should have ...".
-    msg = re.sub(r"^(?:Input|String|List|Dictionary|Value) should\b", "must", msg)
-    return f"{where}field '{loc}': {msg}{given_s}"
-
-
-def _close_names(name: str) -> str:
-    import difflib
-
-    hits = difflib.get_close_matches(name, field_names(), n=2, cutoff=0.6)
-    return " or ".join(f"'{h}'" for h in hits)
-
-
 def plan_from_dict(data: Any, source: str = "") -> Plan:
     """Validate plain data into a Plan; any problem becomes one PlanError line naming the field."""
     if not isinstance(data, dict):
@@ -351,43 +359,30 @@ def plan_from_dict(data: Any, source: str = "") -> Plan:
         # Cross-field messages carry their own fix; type/range errors get a pointer to the field list.
         own_fix = err.errors()[0].get("type") in ("value_error", "extra_forbidden")
         hint = "" if own_fix else "`zerotui estimate --help` lists every field and its accepted values"
-        raise PlanError(_describe_validation_error(err, source), hint) from None
+        raise PlanError(describe_validation_error(err, source, field_names()), hint) from None
 
 
 def plan_from_yaml(text: str, source: str = "plan") -> Plan:
+    """A Plan from YAML text, loaded safely and bounded (core/safe_read.py); errors name ``source``."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.constructor.ConstructorError as err:
-        # safe_load knows no !!python/... tags: such a file asks to run code when loaded. Say that plainly.
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        tag = (getattr(err, "problem", None) or "an unknown tag").split(" tag ")[-1]
-        raise PlanError(f"{source}: refused the YAML tag {tag}{where}: plan files hold plain values, and a "
-                        "tag like this asks the loader to build objects (or run code)",
-                        "remove the tag; write the value itself, e.g. 'name: my-run'") from None
+        data = load_yaml(text, max_values=PLAN_VALUES)
+    except ValueProblem as err:
+        raise as_error(err, source, PlanError) from None
     except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(err, "problem", None) or "not valid YAML"
-        context = getattr(err, "context", None)  # "expected a single document in the stream", ...
-        if context and context not in problem:
-            problem = f"{context}, {problem}"
-        raise PlanError(f"{source}: {problem}{where}", "fix the YAML syntax (indentation, ':' after each key)") from None
+        raise yaml_error(err, source) from None
     if data is None:
         raise PlanError(f"{source}: the file is empty", "a plan needs at least 'model:' and 'data:'")
     return plan_from_dict(data, source)
 
 
-def load_plan(path: Path | str) -> Plan:
+def load_plan(path: Path | str, follow: bool = True, label: str = "") -> Plan:
+    """The plan file at ``path``: a regular file of at most PLAN_BYTES (never a FIFO that would block);
+    ``follow=False`` for a run folder's own plan.yaml."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise PlanError(f"{p}: no such file", "give the path of a plan .yaml or a preset name") from None
-    except IsADirectoryError:
-        raise PlanError(f"{p}: is a folder, not a plan file", "give the path of a plan .yaml") from None
-    except UnicodeDecodeError:
-        raise PlanError(f"{p}: not UTF-8 text", "save the plan as UTF-8 YAML") from None
-    except OSError as err:
-        raise PlanError(f"{p}: cannot read ({err.strerror})", "check the path and its permissions") from None
-    return plan_from_yaml(text, str(p))
+        text = read_text(p, PLAN_BYTES, follow=follow)
+    except (OSError, UnicodeDecodeError) as err:
+        hint = ("save the plan as UTF-8 YAML" if isinstance(err, UnicodeDecodeError) else
+                "give the path of a plan .yaml or a preset name (`zerotui presets` lists them)")
+        raise PlanError(f"{p}: {describe(err)}", hint) from None
+    return plan_from_yaml(text, label or str(p))

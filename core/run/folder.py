@@ -23,6 +23,8 @@ from typing import Any, Optional
 from zerotui.core.atomic import atomic_write_json
 from zerotui.core.errors import RunError
 from zerotui.core.paths import default_runs_dir
+from zerotui.core.run.run_files import FIX, damage, load_status
+from zerotui.core.run.settled import last_finished, settled_state
 
 CONTROL_COMMANDS = ("stop", "stop-now", "pause", "resume", "checkpoint")
 #: A live worker rewrites status.json at least this often; older than 3× this means it is gone.
@@ -88,12 +90,16 @@ def write_status(paths: RunPaths, **status: Any) -> None:
 
 
 def read_status(paths: RunPaths) -> dict[str, Any]:
-    """The last status the worker wrote, or {} when there is none (not started, or unreadable)."""
-    try:
-        data = json.loads(paths.status.read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError, OSError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """The last status the worker wrote, or {} when there is none (not started, or unreadable). Only
+    well-typed fields come back (core/run/run_files.py): a tampered ``"pids": 5`` never reaches a caller."""
+    return load_status(paths.status)[0]
+
+
+def require_intact(paths: RunPaths, doing: str) -> None:
+    """RunError naming the damaged file when the run folder has one (``doing``: "resume", "merge", ...)."""
+    found = damage(paths.root)
+    if found:
+        raise RunError(f"run {paths.name} is damaged, cannot {doing} it: {found}", FIX)
 
 
 def pid_alive(pid: Any) -> bool:
@@ -114,12 +120,24 @@ def pid_alive(pid: Any) -> bool:
         return True
 
 
-def run_state(paths: RunPaths, now: Optional[float] = None) -> str:
+def run_state(paths: RunPaths, now: Optional[float] = None, finished: Any = ...) -> str:
     """One of: starting, running, paused, stopping, completed, stopped, failed, lost.
 
-    'lost' means the worker is gone without writing a final state (killed, machine rebooted).
+    'lost' means the worker is gone without writing a final state (killed, machine rebooted); 'damaged'
+    that one of the folder's files is of the wrong kind or does not parse (``run_files.damage``).
+    The stream's run_finished settles a state status.json left open (``settled.settled_state``);
+    ``finished``: that event when the caller has read it already (the dashboard), else it is read here.
     """
+    if damage(paths.root):
+        return "damaged"
     st = read_status(paths)
+    state = _status_state(paths, st, now)
+    if state in ("completed", "stopped", "failed"):
+        return state
+    return settled_state(state, st, last_finished(paths.events) if finished is ... else finished)
+
+
+def _status_state(paths: RunPaths, st: dict[str, Any], now: Optional[float]) -> str:
     state = st.get("state")
     if state in ("completed", "stopped", "failed"):
         return state
@@ -127,7 +145,7 @@ def run_state(paths: RunPaths, now: Optional[float] = None) -> str:
         return "lost" if paths.events.exists() and _age(paths.root, now) > LOST_AFTER_S else "starting"
     pids = st.get("pids") or ([st["pid"]] if st.get("pid") else [])
     alive = any(pid_alive(p) for p in pids) if pids else True
-    beat = float(st.get("heartbeat") or 0)
+    beat = float(st.get("heartbeat") or 0)  # a number: read_status dropped anything else
     if not alive or ((now or time.time()) - beat) > LOST_AFTER_S:
         return "lost"
     return state or "running"
@@ -206,6 +224,7 @@ class RunSummary:
     paths: RunPaths
     state: str
     status: dict[str, Any] = field(default_factory=dict)
+    damage: str = ""  # what is wrong with the folder when state is 'damaged'
 
     @property
     def name(self) -> str:
@@ -224,10 +243,22 @@ def list_runs(runs_dir: Optional[Path] = None) -> list[RunSummary]:
     out = []
     for root in sorted((p for p in base.iterdir() if p.is_dir() and not p.name.startswith(".")), reverse=True):
         paths = RunPaths(root)
-        if not (paths.plan.exists() or paths.events.exists()):
+        if not (os.path.lexists(paths.plan) or os.path.lexists(paths.events)):
             continue
-        out.append(RunSummary(paths, run_state(paths), read_status(paths)))
+        out.append(summarise(paths))
     return out
+
+
+def summarise(paths: RunPaths) -> RunSummary:
+    """One run's summary; whatever is wrong in its folder makes it 'damaged', never an exception that
+    would take every other run's listing (and every run-name lookup) down with it."""
+    try:
+        found = damage(paths.root)
+        if found:
+            return RunSummary(paths, "damaged", {}, found)
+        return RunSummary(paths, run_state(paths), read_status(paths))
+    except (OSError, ValueError) as err:
+        return RunSummary(paths, "damaged", {}, f"{paths.name}: {err}")
 
 
 def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_live: bool = True) -> RunPaths:
@@ -235,7 +266,7 @@ def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_liv
     base = runs_dir or default_runs_dir()
     if name:
         p = Path(name).expanduser()
-        if p.is_dir() and ((p / "plan.yaml").exists() or (p / "events.jsonl").exists()):
+        if p.is_dir() and (os.path.lexists(p / "plan.yaml") or os.path.lexists(p / "events.jsonl")):
             return RunPaths(p)
         runs = list_runs(base)
         exact = [r for r in runs if r.name == name]

@@ -11,7 +11,6 @@ report, as its ``run_finished`` reason.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Optional
 
@@ -88,6 +87,10 @@ def _check_architecture(folder: Path, config: dict[str, Any]) -> None:
     """An unknown model_type, named as such (transformers' own error lists 300 known types first)."""
     if config.get("auto_map"):
         return  # the folder's own code defines it (and the user opted in above)
+    from zerotui.core.model.spec import spec_is_cached
+
+    if spec_is_cached(config):  # built before with this transformers: its model_type is known
+        return
     try:
         import transformers
         from transformers import CONFIG_MAPPING
@@ -103,25 +106,14 @@ def _check_architecture(folder: Path, config: dict[str, Any]) -> None:
 def read_model_config(folder: Path) -> dict[str, Any]:
     """config.json of a model folder as a dict; ModelError naming the file when it is unusable."""
     path = folder / "config.json"
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():  # anything else there is read (and refused) by name
         hint = ("this is a LoRA adapter: give its base model, or merge it first with `zerotui merge`"
                 if (folder / "adapter_config.json").exists() else
                 "a Hugging Face model folder holds config.json next to the weights")
         raise ModelError(f"model folder {folder} has no config.json", hint)
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ModelError(f"model config {path} is not UTF-8 text", "give the config.json that came with the model") \
-            from None
-    except json.JSONDecodeError as err:
-        raise ModelError(f"model config {path} is not valid JSON ({err.msg} at line {err.lineno})",
-                         "give the config.json that came with the model") from None
-    except OSError as err:
-        raise ModelError(f"model config {path}: cannot read it ({err.strerror or err})",
-                         "check the file's permissions") from None
-    if not isinstance(data, dict):
-        raise ModelError(f"model config {path} holds a {type(data).__name__}, not a JSON object",
-                         "give the config.json that came with the model")
+    from zerotui.core.model.config_file import read_config_file
+
+    data = read_config_file(path)  # bounded, a regular file, shape fields positive
     if not isinstance(data.get("model_type"), str) or not data["model_type"]:
         raise ModelError(f"model config {path} has no model_type",
                          "config.json names its architecture in model_type, e.g. \"llama\"")

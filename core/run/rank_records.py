@@ -15,13 +15,13 @@ A record holds:
 """
 from __future__ import annotations
 
-import json
 import os
 import socket
 import time
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.run.run_files import read_json_file
 from zerotui.core.atomic import atomic_write_json
 
 RANKS_DIR = "ranks"
@@ -81,7 +81,7 @@ def read_records(run_root: Path) -> dict[int, dict[str, Any]]:
         return out
     for f in folder.glob("rank-*.json"):
         try:
-            rec = json.loads(f.read_text(encoding="utf-8"))
+            rec = read_json_file(f)  # a regular file of this run's, bounded: never a FIFO that blocks
         except (OSError, ValueError):
             continue
         if isinstance(rec, dict) and isinstance(rec.get("rank"), int):

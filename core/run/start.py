@@ -24,7 +24,9 @@ from zerotui.core.hardware.types import Hardware
 from zerotui.core.model.spec import spec_for_plan
 from zerotui.core.paths import default_runs_dir
 from zerotui.core.plan.schema import Plan, load_plan, plan_from_dict
-from zerotui.core.run.folder import RunPaths, new_run_dir, read_status, run_state, write_status
+from zerotui.core.run.folder import RunPaths, new_run_dir, read_status, require_intact, run_state, write_status
+from zerotui.core.run.run_files import open_append
+from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
 from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run.launcher import launcher_env, worker_argv
 from zerotui.core.run.preflight import check_writable, preflight
@@ -48,7 +50,8 @@ def _absolute_paths(plan: Plan) -> Plan:
         if key in ("model", "data") and not p.exists():
             continue
         if not p.is_absolute() or str(p) != value:
-            data[key] = str(p.resolve())
+            # Absolute but not resolved: a symlink keeps the name the user gave (and errors name it).
+            data[key] = os.path.abspath(p)
             changed = True
     return plan_from_dict(data, "plan") if changed else plan
 
@@ -137,16 +140,26 @@ def last_checkpoint_step(paths: RunPaths) -> Optional[int]:
 
 def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool = False) -> RunPaths:
     """Start a worker with ``--resume`` on an existing run folder; refuses a live or completed run."""
-    if not paths.plan.exists():
+    if not os.path.lexists(paths.plan):
         raise RunError(f"{paths.root} is not a run folder (no plan.yaml)", "`zerotui runs` lists the runs")
+    # A FIFO, a symlink or a tampered status.json in the folder: one line now, not a worker blocked in
+    # open() or appending through a link to a file outside the run.
+    require_intact(paths, "resume")
+    _check_resumable(paths)  # a completed or live run is refused before anything (the lock) is written
     # Two `zerotui resume` at once (two terminals, the TUI and the CLI) must not start two workers on
     # one folder: the check below and the "starting" status written by _launch happen under one lock.
-    with open(paths.root / ".launch.lock", "a") as lock:
+    try:
+        lock = os.fdopen(open_append(paths.root / ".launch.lock"), "a")
+    except OSError as err:
+        raise RunError(f"cannot lock {paths.root / '.launch.lock'}: {describe(err)}",
+                       "check the run folder's permissions; remove .launch.lock if it is not a plain file") from None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         return _resume_locked(paths, hardware, force)
 
 
-def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
+def _check_resumable(paths: RunPaths) -> None:
+    """RunError when the run is live or completed (nothing to resume)."""
     state = run_state(paths)
     st = read_status(paths)
     if state in ("starting", "running", "paused", "stopping"):
@@ -157,7 +170,11 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
     if state == "completed":
         raise RunError(f"run {paths.name} completed at step {st.get('step')}; there is nothing to resume",
                        "start a new run with `zerotui train` (e.g. with a higher --max-steps)")
-    plan = load_plan(paths.plan)
+
+
+def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
+    _check_resumable(paths)  # again, under the lock: another resume may have started it meanwhile
+    plan = load_plan(paths.plan, follow=False)  # the run's own plan.yaml, never a link elsewhere
     hardware = hardware if hardware is not None else _detect()  # it may resume on another machine
     # The data file may have gone since the run started (docs/reliability.md); resume takes no --data.
     check_inputs(plan, training=True,
@@ -174,6 +191,6 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
 
 def _text(path: Path) -> Optional[str]:
     try:
-        return path.read_text(encoding="utf-8")
+        return read_text(path, RUN_FILE_BYTES, follow=False)
     except (OSError, UnicodeDecodeError):
         return None

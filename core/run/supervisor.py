@@ -33,7 +33,10 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.errors import ZeroTuiError
+from zerotui.core.plan.schema import load_plan
 from zerotui.core.run.deathwatch import DeathWatch
+from zerotui.core.run.notify import Notifier, notifier_for
 from zerotui.core.events.stream import EventWriter, read_end
 from zerotui.core.run.rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
 from zerotui.core.run.verdict import decide
@@ -107,6 +110,7 @@ class Supervisor:
         self._failure_seen: Optional[float] = None
         self._orphan_status: dict[int, int] = {}     # wait status of ranks we reaped ourselves
         self.deathwatch = DeathWatch()               # catches a rank's wait status as it exits
+        self.notifier: Optional[Notifier] = None
         self._records_at = 0.0
 
     # -- signals -----------------------------------------------------------------------------------
@@ -226,6 +230,7 @@ class Supervisor:
         clear_records(self.paths.root)
         env = dict(os.environ, **{SUPERVISOR_ENV: str(os.getpid())})
         self._log(f"pid {os.getpid()} starts: {' '.join(self.argv)}")
+        self.notifier = self._notifier()
         try:
             self.child = subprocess.Popen(self.argv, env=env)
         except OSError as err:
@@ -281,7 +286,20 @@ class Supervisor:
                                     "gpu_release": gpu, "heartbeat": time.time()})
         self._log(f"run {state}: {reason}")
         self._log(gpu["note"])
+        if self.notifier is not None:  # the end (and any alert not yet through) reaches the user's URL
+            self.notifier.finish()
         return 0 if state in ("completed", "stopped") else 1
+
+    def _notifier(self) -> Optional[Notifier]:
+        """The plan's notification URL, followed on a thread of this process (core/run/notify.py)."""
+        try:
+            notifier = notifier_for(self.paths, load_plan(self.paths.plan), self._log)
+        except (ZeroTuiError, OSError) as err:
+            self._log(f"notifications off: the run's plan.yaml could not be read ({err})")
+            return None
+        if notifier is not None:
+            notifier.start()
+        return notifier
 
     def _log(self, message: str) -> None:
         sys.stderr.write(f"zerotui supervisor: {message}\n")

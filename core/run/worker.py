@@ -23,7 +23,6 @@ and could say nothing. ``main`` refuses to run without one.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -216,9 +215,12 @@ class Worker:
         from zerotui.core.hardware.types import Hardware
         from zerotui.core.plan.schema import load_plan
 
-        self.plan = load_plan(self.paths.plan)
+        from zerotui.core.run.run_files import read_json_file
+
+        # The run folder's own files, bounded and never through a link (core/run/run_files.py).
+        self.plan = load_plan(self.paths.plan, follow=False)
         if self.paths.hardware.exists():
-            self.hardware = Hardware.from_dict(json.loads(self.paths.hardware.read_text(encoding="utf-8")))
+            self.hardware = Hardware.from_dict(read_json_file(self.paths.hardware))
 
     def _watch(self) -> None:
         """The main thread's loop: until the training thread ends (or a third signal)."""

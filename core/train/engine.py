@@ -142,6 +142,13 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     ds_config = read_ds_config(paths, plan, world)
     loaded = load_model(plan, ds_config, tokenizer, model_config, note=note)
 
+    from zerotui.core.deepspeed.prebuild import build_missing, ops_for
+
+    try:  # a first use compiles the op: say so, rather than sit in "initialising DeepSpeed" for a minute
+        build_missing(ops_for(plan, torch.cuda.is_available()),
+                      lambda op: phases.start(f"building DeepSpeed's {op} op (once per machine, about a minute)"))
+    except Exception:  # noqa: BLE001 - deepspeed.initialize meets the same failure and reports it as it always has
+        pass
     phases.start("initialising DeepSpeed")
     import deepspeed
 

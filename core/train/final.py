@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zerotui.core.atomic import user_mode
+from zerotui.core.atomic import honour_umask
 
 INFO_FILE = "zerotui.json"
 
@@ -55,8 +55,9 @@ def write_final(engine: Any, loaded: Any, plan: Any, folder: Path, step: int, ra
         info = {"base_model": plan.model, "method": plan.method, "precision": plan.precision,
                 "step": step, "time": time.time(), "stage": plan.stage, "seed": plan.seed}
         (tmp / INFO_FILE).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
-        # mkdtemp makes 0700; give the folder what a plain mkdir would (the user's umask decides who reads it).
-        os.chmod(tmp, user_mode(0o777))
+        # mkdtemp makes 0700 and save_pretrained writes through 0600 temporary files: give the tree what a
+        # plain mkdir / open would (the user's umask decides who reads it).
+        honour_umask(tmp)
         if folder.exists():
             old = folder.with_name(f".final-old-{os.getpid()}")
             os.rename(folder, old)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 
@@ -234,7 +234,7 @@ class TrainLoop:
             # A clean stop, not a failure: nothing is saved now (the weights may be spoiled), and the
             # newest checkpoint is from before the first bad step (core/train/badsteps.py says why).
             reason = (f"loss was not finite for {streak} optimizer steps in a row (from step {first_bad}); "
-                      f"stopped after {limit}; {resume_point(self.ckpt.last_saved_step, first_bad)}")
+                      f"stopped after {limit}; {resume_point(self._settled_checkpoint(), first_bad)}")
             self.emit("alert", kind="nonfinite_loss", message=reason,
                       hint="lower lr or add warmup_steps in the run's plan.yaml (or use bf16 instead of fp16), "
                            "then `zerotui resume`")
@@ -247,6 +247,12 @@ class TrainLoop:
                       hint="watch the next steps; lower --lr if it repeats")
         return None
 
+    def _settled_checkpoint(self) -> Optional[int]:
+        """The newest complete checkpoint's step, once a background write in flight has ended (a message
+        that names where a resume starts must not name the one before a checkpoint about to complete)."""
+        self.ckpt.wait()
+        return self.ckpt.last_saved_step
+
     def _stop_at_scale_floor(self) -> RunResult:
         """DeepSpeed raised at the fp16 loss-scale floor: every update since the storm began was skipped,
         so the weights are still those from before it; stop cleanly instead of crashing."""
@@ -256,7 +262,7 @@ class TrainLoop:
         run = self.overflows.length + 1  # the step that raised overflowed too
         reason = (f"fp16 loss scale reached its floor ({self.plan.fp16_min_loss_scale:g}) and gradients still "
                   f"overflow: {run} optimizer steps in a row were skipped (from step {first}); stopped at step "
-                  f"{self.step}; {resume_point(self.ckpt.last_saved_step, first)}")
+                  f"{self.step}; {resume_point(self._settled_checkpoint(), first)}")
         self.emit("alert", kind="loss_scale_collapse", message=reason,
                   hint="use --precision bf16 if the GPU supports it (Ampere or newer), or lower lr in the run's "
                        "plan.yaml, then `zerotui resume`")

@@ -8,6 +8,7 @@ import hashlib
 import importlib.util
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -45,15 +46,22 @@ def zerotui(root: Path, *argv: str, timeout: float = 180) -> subprocess.Complete
 
 
 def snapshot(root: Path) -> dict[str, tuple]:
-    """Every path under ``root``: (kind, size, mtime, content hash) — what 'nothing changed' means here."""
+    """Every path under ``root``: (kind, size, mtime, content hash) — what 'nothing changed' means here.
+    Taken with lstat and without opening anything but regular files: the hostile corpus holds FIFOs (a
+    read would block), sockets and symlinks (a link's target is recorded, never followed)."""
     out = {}
     for p in sorted(root.rglob("*")):
         st = p.lstat()
-        if p.is_dir():
-            out[str(p.relative_to(root))] = ("dir",)
-            continue
-        digest = hashlib.sha1(p.read_bytes()).hexdigest() if st.st_size < (1 << 20) else ""
-        out[str(p.relative_to(root))] = ("file", st.st_size, st.st_mtime_ns, digest)
+        rel = str(p.relative_to(root))
+        if stat.S_ISLNK(st.st_mode):
+            out[rel] = ("link", os.readlink(p))
+        elif stat.S_ISDIR(st.st_mode):
+            out[rel] = ("dir",)
+        elif not stat.S_ISREG(st.st_mode):
+            out[rel] = ("special", stat.S_IFMT(st.st_mode), st.st_mtime_ns)
+        else:
+            digest = hashlib.sha1(p.read_bytes()).hexdigest() if st.st_size < (1 << 20) else ""
+            out[rel] = ("file", st.st_size, st.st_mtime_ns, digest)
     return out
 
 

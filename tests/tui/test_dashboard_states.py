@@ -147,3 +147,34 @@ def test_the_note_is_printed_after_the_app_has_left_the_screen(monkeypatch, caps
     monkeypatch.setattr("zerotui.tui.app.ZeroTuiApp", FakeApp)
     assert launch.run_attach("r1") == 0
     assert capsys.readouterr().out.strip() == note
+
+
+def test_desktop_notification_sequences_are_written_through_the_driver_and_cleaned():
+    """tui/common/desktop.py: the bell, OSC 777 and OSC 9, with ';' and control characters taken out of the
+    text (they would end or split the sequence); nothing from a headless app."""
+    from zerotui.tui.common.desktop import desktop_notify
+
+    class Driver:
+        def __init__(self):
+            self.out = []
+
+        def write(self, data):
+            self.out.append(data)
+
+    class App:
+        is_headless = False
+
+        def __init__(self):
+            self._driver = Driver()
+            self.bells = 0
+
+        def bell(self):
+            self.bells += 1
+
+    app = App()
+    assert desktop_notify(app, "zerotui r: alert (disk)", "full; 3 MiB\x07free\nnow")
+    assert app.bells == 1
+    assert app._driver.out == ["\x1b]777;notify;zerotui r: alert (disk);full  3 MiB free now\x1b\\",
+                               "\x1b]9;zerotui r: alert (disk): full  3 MiB free now\x07"]
+    app.is_headless = True
+    assert not desktop_notify(app, "t", "b") and app.bells == 1

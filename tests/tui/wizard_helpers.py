@@ -64,3 +64,25 @@ def pilot_test(fn):
     def wrapper(*args, **kwargs):
         return asyncio.run(fn(*args, **kwargs))
     return wrapper
+
+
+async def burst(pilot, keys: list[str], gap_s: float = 0.0) -> None:
+    """Send keys the way a terminal does, through the driver, ``gap_s`` apart (0: all at once).
+
+    ``pilot.press`` waits for the App to go idle after every key, so it never shows what a burst of keys
+    over SSH does; this queues them as the input thread would and only then lets the App run.
+    """
+    from textual import events
+    from textual.keys import _character_to_key
+
+    driver = pilot.app._driver
+    for key in keys:
+        if len(key) == 1:
+            event = events.Key(key if key.isalnum() else _character_to_key(key), key)
+        else:
+            event = events.Key(key, None)
+        event.set_sender(pilot.app)
+        driver.send_message(event)
+        if gap_s:
+            await asyncio.sleep(gap_s)
+    await settle(pilot)

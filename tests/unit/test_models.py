@@ -129,3 +129,71 @@ def test_lora_adapters_train_in_the_plans_dtype(precision):
                                   dynamic_loss_args={"init_scale": 2**16, "scale_window": 1000, "min_scale": 1,
                                                      "delayed_shift": 2, "consecutive_hysteresis": False})
         assert isinstance(scaler, DynamicLossScaler) and scaler.cur_scale == 2**16
+
+
+def test_a_config_built_once_is_planned_from_the_disk_cache_without_transformers(tmp_path, monkeypatch):
+    """core/model/spec_cache.py: the meta-device build runs once per config body; a second process (the
+    lru cache cleared) reads the stored spec; a changed config builds again; a damaged file is rebuilt."""
+    import json as _json
+
+    from zerotui.core.model import spec as spec_mod
+    from zerotui.core.plan.schema import Plan
+
+    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "m"
+    folder.mkdir()
+    cfg = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 176, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128}
+    (folder / "config.json").write_text(_json.dumps(cfg))
+    builds = []
+    real = spec_mod._meta_spec
+    monkeypatch.setattr(spec_mod, "_meta_spec", lambda *a, **k: builds.append(1) or real(*a, **k))
+    first = spec_mod.spec_for_plan(Plan(model=str(folder)))
+    spec_mod._meta_spec_cached.cache_clear()
+    spec_mod._resolve_cached.cache_clear()
+    again = spec_mod.spec_for_plan(Plan(model=str(folder)))
+    assert len(builds) == 1 and again == first and again.params_total == first.params_total > 0
+    assert spec_mod.spec_is_cached(cfg)
+    for f in (tmp_path / "cache" / "model-specs").iterdir():
+        f.write_text("{not json")
+    spec_mod._meta_spec_cached.cache_clear()
+    spec_mod._resolve_cached.cache_clear()
+    assert spec_mod.spec_for_plan(Plan(model=str(folder))) == first and len(builds) == 2
+    cfg["num_hidden_layers"] = 3
+    (folder / "config.json").write_text(_json.dumps(cfg))
+    spec_mod._meta_spec_cached.cache_clear()
+    bigger = spec_mod.spec_for_plan(Plan(model=str(folder)))
+    assert len(builds) == 3 and bigger.num_layers == 3
+
+
+def test_a_hub_id_without_network_never_tries_the_network(monkeypatch, tmp_path):
+    """core/hub.py: when the hub does not answer a quick connect, look-ups use the cache only (no retry
+    storm), and the message says the hub could not be reached."""
+    import transformers
+
+    from zerotui.core.hardware import hub
+    from zerotui.core.errors import ModelError
+    from zerotui.core.model import spec as spec_mod
+    from zerotui.core.plan.schema import Plan
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty cache
+    monkeypatch.setattr(hub, "hub_reachable", lambda: False)
+    calls = []
+    real = transformers.AutoConfig.from_pretrained
+    monkeypatch.setattr(transformers.AutoConfig, "from_pretrained",
+                        lambda *a, **k: calls.append(k.get("local_files_only")) or real(*a, **k))
+    spec_mod._resolve_cached.cache_clear()
+    with pytest.raises(ModelError, match="the hub could not be reached"):
+        spec_mod.spec_for_plan(Plan(model="someone/not-cached-model"))
+    assert calls == [True]
+
+
+def test_the_hub_probe_honours_the_offline_setting(monkeypatch):
+    from zerotui.core.hardware import hub
+
+    hub.hub_reachable.cache_clear()
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    try:
+        assert hub.hub_reachable() is False
+    finally:
+        hub.hub_reachable.cache_clear()

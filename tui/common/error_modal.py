@@ -8,13 +8,16 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from zerotui.tui.common.tui_words import in_tui_words
+
 
 class ErrorScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,enter", "close", "Close")]
 
     def __init__(self, title: str, message: str, hint: str = "") -> None:
         super().__init__()
-        self.title_text, self.message, self.hint = title, message, hint
+        # Core's hints name CLI flags; here the same advice names the TUI's buttons and fields.
+        self.title_text, self.message, self.hint = title, in_tui_words(message), in_tui_words(hint)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="error", classes="dialog"):

@@ -15,6 +15,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, DirectoryTree, Input, Label, Static
 
+from zerotui.tui.common.ordered_input import OrderedInput
+
 
 class QuietDirectoryTree(DirectoryTree):
     """Hides dot-files; in folder mode hides files too, so the tree stays short."""
@@ -60,7 +62,7 @@ class PathPickerScreen(ModalScreen[Optional[Path]]):
     def compose(self) -> ComposeResult:
         with Vertical(id="picker", classes="dialog"):
             yield Label(self.title_text, classes="dialog-title")
-            yield Input(str(self.selected or self.root), id="picker-path",
+            yield OrderedInput(str(self.selected or self.root), id="picker-path",
                         placeholder="type a path and press Enter")
             yield QuietDirectoryTree(self.root, self.want == "dir", self.suffixes, id="picker-tree")
             yield Static("", id="picker-note", markup=False)

@@ -14,11 +14,10 @@ from textual import work
 
 from zerotui.core.errors import ZeroTuiError
 from zerotui.core.run.folder import send_control
+from zerotui.core.run.settled import LIVE_STATES, launched_after, settled_state
 from zerotui.tui.messages import RunResumeDone
 from zerotui.tui.common.confirm import ConfirmScreen
 from zerotui.tui.dashboard.run_log import RunLog
-
-LIVE_STATES = ("starting", "running", "paused", "stopping")
 
 
 class RunControls:
@@ -26,26 +25,22 @@ class RunControls:
     def finished(self) -> Optional[dict]:
         """The run_finished event that still stands, or None.
 
-        It stands unless status.json tells of a newer, live worker: `zerotui resume` writes "starting"
-        at once, and the resumed worker's first event comes 20-160 s later (imports, DeepSpeed's
-        initialise). Until then the stream still ends in the old run_finished, and showing that
-        ("stopped", u to resume) would be false: a second resume is refused as "still starting"."""
+        It stands unless the run was launched again after it (core/run/settled.py, the rule `zerotui
+        runs` uses too): `zerotui resume` writes "starting" at once, and the resumed worker's first event
+        comes 20-160 s later (imports, DeepSpeed's initialise). Until then the stream still ends in the
+        old run_finished, and showing that ("stopped", u to resume) would be false: a second resume is
+        refused as "still starting"."""
         h = self.history
-        if h is None or not h.finished:
-            return None
-        launched = self.status.get("launched")
-        newer = isinstance(launched, (int, float)) and launched > float(h.finished.get("t") or 0)
-        if newer and self.state in LIVE_STATES and self.status.get("state") in LIVE_STATES:
+        if h is None or not h.finished or launched_after(self.status, h.finished):
             return None
         return h.finished
 
     @property
     def outcome(self) -> str:
-        """The state shown: the event stream's final state wins over status.json (see ``finished``)."""
-        finished = self.finished
-        if finished is not None:
-            return str(finished.get("state") or "completed")
-        return self.state
+        """The state shown: status.json's state settled by the stream's end, by the same function as
+        `zerotui runs` (``core.run.settled.settled_state``)."""
+        h = self.history
+        return settled_state(self.state, self.status, h.finished if h is not None else None)
 
     def detach_note(self) -> str:
         """What the terminal says once the dashboard is gone: the screen is cleared on exit, and a
@@ -72,7 +67,17 @@ class RunControls:
             return self.has_class("-narrow")
         return True
 
+    def _refused_read_only(self) -> bool:
+        if not getattr(self.app, "read_only", False):
+            return False
+        self.notify("this dashboard is read-only: `zerotui serve --allow-control` lets a browser control runs",
+                    title="control refused", severity="warning")
+        self.query_one(RunLog).note(self.clock(), "control refused: read-only dashboard")
+        return True
+
     def _control(self, command: str) -> None:
+        if self._refused_read_only():
+            return
         try:
             entry = send_control(self.paths, command, by="dashboard")
         except ZeroTuiError as err:
@@ -90,6 +95,9 @@ class RunControls:
         self._control("checkpoint")
 
     def action_stop(self) -> None:
+        if self._refused_read_only():
+            return
+
         def answer(yes: Optional[bool]) -> None:
             if yes:
                 self._control("stop")
@@ -98,6 +106,8 @@ class RunControls:
             "later from that checkpoint.", yes="Stop"), answer)
 
     def action_stop_now(self) -> None:
+        if self._refused_read_only():
+            return
         ck = self.history.last_checkpoint if self.history else None
         since = f"step {ck.get('step')}" if ck else "the start (there is no checkpoint yet)"
 
@@ -109,6 +119,9 @@ class RunControls:
             "next step.", yes="Stop now"), answer)
 
     def action_resume_run(self) -> None:
+        if self._refused_read_only():
+            return
+
         def answer(yes: Optional[bool]) -> None:
             if yes:
                 self.resume_worker()

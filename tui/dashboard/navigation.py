@@ -11,7 +11,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.app import App
 
-from zerotui.tui.messages import OpenRun, ShowRuns
+from zerotui.tui.messages import OpenRun, OpenSweep, ShowRuns
 
 
 @runtime_checkable
@@ -39,3 +39,8 @@ class RunNavigation(App):
         from zerotui.tui.dashboard.runs import RunsScreen
 
         self.push_screen(RunsScreen(runs_dir=message.runs_dir))
+
+    def on_open_sweep(self, message: OpenSweep) -> None:
+        from zerotui.tui.dashboard.sweep_screen import SweepScreen
+
+        self.push_screen(SweepScreen(message.paths, standalone=False))

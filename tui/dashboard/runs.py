@@ -23,6 +23,7 @@ from zerotui.core.paths import default_runs_dir
 from zerotui.core.run.folder import list_runs
 from zerotui.core.timefmt import format_clock, format_date, format_duration, format_number
 from zerotui.tui.messages import OpenRun, RunResumeDone, RunsListed
+from zerotui.tui.common.tui_words import in_tui_words
 from zerotui.tui.common.confirm import ConfirmScreen
 from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.common.table_fill import fill_table
@@ -176,7 +177,7 @@ class RunsScreen(Screen):
     def on_run_resume_done(self, message: RunResumeDone) -> None:
         message.stop()
         if message.error:
-            self.notify(message.error, title="resume failed", severity="error", timeout=15)
+            self.notify(in_tui_words(message.error), title="resume failed", severity="error", timeout=15)
             return
         self.notify("a new worker continues the run", title="resumed")
         self.list_runs()

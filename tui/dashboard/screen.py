@@ -33,7 +33,9 @@ from zerotui.core.events.columns import parse_events
 from zerotui.core.events.history import ALERT_GROUP, Changes, RunHistory
 from zerotui.core.events.reader import EventFollower, load_history
 from zerotui.core.run.folder import RunPaths, read_status, run_state
+from zerotui.tui.common.desktop import desktop_notify
 from zerotui.tui.common.footer import FitFooter
+from zerotui.tui.common.tui_words import in_tui_words
 from zerotui.tui.messages import ShowRuns, EventsArrived, HistoryLoaded, RunResumeDone, RunStateChanged
 from zerotui.tui.dashboard.controls import LIVE_STATES, RunControls
 from zerotui.tui.dashboard.css import DASHBOARD_CSS
@@ -104,6 +106,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
         self.poll_s = poll_s
         self.history: Optional[RunHistory] = None
         self.state = "starting"
+        self._seen_running = False   # a state report said running: its end is news (attaching to an old run is not)
         self.status: dict = {}
         self.zoom = 0
         self.x_mode = "time"
@@ -196,7 +199,8 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
             if time.monotonic() >= next_state_check:
                 next_state_check = time.monotonic() + 1.0
                 status = read_status(self.paths)
-                state = run_state(self.paths, now=self.clock())
+                # Unsettled: the UI settles it with the history's run_finished (``outcome``).
+                state = run_state(self.paths, now=self.clock(), finished=None)
                 # Every heartbeat changes status.json; only a lost run shows it, so only then is it news.
                 key = (state, status.get("state"), status.get("heartbeat") if state == "lost" else None)
                 if key != last_state:
@@ -257,6 +261,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
             self.notify(f"{alert.get('message', '')}\n{alert.get('hint', '')}".strip(), title=f"alert: {kind}",
                         severity="error" if kind in ("oom", "nonfinite_loss") else "warning", timeout=15)
             self.alerted.add(ALERT_GROUP.get(kind, "loss"))
+            desktop_notify(self.app, f"zerotui {self.paths.name}: alert ({kind})", str(alert.get("message", "")))
         for ack in ch.acks:
             command = self.pending.pop(str(ack.get("id")), None)
             if command is not None:
@@ -271,10 +276,16 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
     def on_run_state_changed(self, message: RunStateChanged) -> None:
         message.stop()
         changed = message.state != self.state
+        final = ("completed", "stopped", "failed", "lost")
+        ended = changed and self._seen_running and message.state in final
+        self._seen_running = self._seen_running or message.state not in final
         self.state, self.status = message.state, message.status
         self._stats_dirty = True
         if changed:
             self.refresh_bindings()
+        if ended:  # seen live, now over: worth a sound and a desktop notification
+            desktop_notify(self.app, f"zerotui {self.paths.name}: {message.state}",
+                           str(message.status.get("reason") or ""))
 
     def _show_estimate(self) -> None:
         assert self.history is not None
@@ -284,7 +295,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
     def on_run_resume_done(self, message: RunResumeDone) -> None:
         message.stop()
         if message.error:
-            self.notify(message.error, title="resume failed", severity="error", timeout=15)
+            self.notify(in_tui_words(message.error), title="resume failed", severity="error", timeout=15)
         else:
             self.notify("a new worker continues the run from its last checkpoint", title="resumed")
             self.query_one(RunLog).note(self.clock(), "resume requested: a new worker was started")

@@ -11,16 +11,18 @@ from textual.containers import Vertical
 from textual.widgets import Button, DataTable, Input, Select, Static
 from textual.worker import get_current_worker
 
+from zerotui.core.data.files import SUFFIXES
 from zerotui.tui.messages import DataPreviewReady
 from zerotui.tui.wizard.step import StepScreen
 from zerotui.tui.wizard.field_help import FieldRow, choice_set, control_id, text_of
 from zerotui.tui.common.path_picker import PathPickerScreen
 from zerotui.tui.common.table_fill import fill_table
+from zerotui.tui.common.ordered_input import OrderedInput
 
 #: Typing a path fires a preview per key press; wait for a pause in typing first.
 PREVIEW_DEBOUNCE_S = 0.3
 FORMATS = ["auto", "text", "alpaca", "chat", "prompt_response"]
-DATA_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".txt", ".parquet")
+DATA_SUFFIXES = SUFFIXES  # the picker offers what training reads (core/data/files.py)
 
 
 def load_preview(source: str, plan):
@@ -45,9 +47,9 @@ class DataMethodScreen(StepScreen):
         s = self.state
 
         def num(field: str, title: str) -> FieldRow:
-            return FieldRow(field, Input(text_of(s.value(field)), id=control_id(field)), title=title)
+            return FieldRow(field, OrderedInput(text_of(s.value(field)), id=control_id(field)), title=title)
 
-        yield FieldRow("data", Input(text_of(s.value("data")), id=control_id("data"),
+        yield FieldRow("data", OrderedInput(text_of(s.value("data")), id=control_id("data"),
                                      placeholder="sample, /path/to/train.jsonl or hub:org/name"),
                        title="Dataset", extra=[Button("Browse…", id="browse-data", classes="browse")])
         yield Static("", id="data-format-note", markup=False)
@@ -63,7 +65,7 @@ class DataMethodScreen(StepScreen):
         with Vertical(id="lora-fields"):
             yield num("lora_r", "LoRA rank r")
             yield num("lora_alpha", "LoRA alpha")
-            yield FieldRow("lora_targets", Input(text_of(s.value("lora_targets")), id=control_id("lora_targets")),
+            yield FieldRow("lora_targets", OrderedInput(text_of(s.value("lora_targets")), id=control_id("lora_targets")),
                            title="LoRA targets")
             yield num("lora_dropout", "LoRA dropout")
         yield num("seq_len", "Sequence length")
@@ -71,7 +73,7 @@ class DataMethodScreen(StepScreen):
         yield num("grad_accum", "Accumulation")
         yield Static("", id="global-batch", classes="derived", markup=False)
         yield num("epochs", "Epochs")
-        yield FieldRow("max_steps", Input(text_of(s.value("max_steps")), id=control_id("max_steps"),
+        yield FieldRow("max_steps", OrderedInput(text_of(s.value("max_steps")), id=control_id("max_steps"),
                                           placeholder="empty: run the epochs"), title="Max steps")
         yield num("lr", "Learning rate")
 

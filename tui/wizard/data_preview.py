@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.data.files import FORMATS_HINT, SUFFIXES  # what training reads: stdlib imports only
 from zerotui.core.errors import DataError
 
 #: Enough rows to see the shape of the data; more would only slow the first frame of the step.
@@ -81,10 +82,12 @@ def preview(source: str, plan: Any = None, rows: int = PREVIEW_ROWS) -> Preview:
     if path is None:
         raise DataError("the sample dataset is not installed", "reinstall zerotui, or pick a file")
     if not path.exists():
-        raise DataError(f"{path}: no such file", "pick a .jsonl, .json, .csv or .txt file")
+        raise DataError(f"{path}: no such file", f"pick a {', '.join(SUFFIXES[:-1])} or {SUFFIXES[-1]} file")
     if path.is_dir():
         raise DataError(f"{path}: is a folder", "pick a data file inside it")
     suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:  # previewing it would promise a file training then refuses
+        raise DataError(f"{path}: unknown type '{suffix or '(none)'}'", FORMATS_HINT)
     if suffix == ".parquet":
         return Preview(source, path, "unknown", note="parquet: previewed when the run starts (needs pyarrow)")
     try:
@@ -118,8 +121,8 @@ def preview(source: str, plan: Any = None, rows: int = PREVIEW_ROWS) -> Preview:
         if not isinstance(data, list):
             raise DataError(f"{path}: the JSON is not a list of rows", "a .json dataset is a list of objects")
         records = data[:DETECT_ROWS]
-    elif suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(io.StringIO(text), delimiter="\t" if suffix == ".tsv" else ",")
+    elif suffix == ".csv":
+        reader = csv.DictReader(io.StringIO(text))
         records = [dict(r) for _, r in zip(range(DETECT_ROWS), reader)]
     else:  # plain text: one sample a line
         lines = [ln for ln in text.splitlines() if ln.strip()][:rows]

@@ -14,6 +14,7 @@ from textual.widgets import Button, Input, Label, Static
 from zerotui.core.errors import ZeroTuiError
 from zerotui.core.plan.schema import Plan
 from zerotui.tui.wizard.host import wizard_host
+from zerotui.tui.common.ordered_input import OrderedInput
 
 
 def export_plan(plan: Plan, out_dir: Path, hardware: Any, force: bool = False) -> str:
@@ -36,7 +37,7 @@ class ExportScreen(ModalScreen[Optional[Path]]):
     def compose(self) -> ComposeResult:
         with Vertical(id="export", classes="dialog"):
             yield Label("Export ds_config.json, plan.yaml and launch.sh", classes="dialog-title")
-            yield Input(str(Path.cwd() / f"{self.plan.name}-export"), id="export-dir")
+            yield OrderedInput(str(Path.cwd() / f"{self.plan.name}-export"), id="export-dir")
             yield Static("The folder is created if needed; files already there are not replaced unless you say so.",
                          id="export-note", markup=False)
             with Horizontal(classes="dialog-buttons"):

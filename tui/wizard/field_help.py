@@ -15,7 +15,10 @@ from textual.widget import Widget
 from textual.content import Content
 from textual.widgets import Checkbox, Input, Label, RadioButton, RadioSet, Select, Static
 
+from zerotui.core.errors import PlanError
 from zerotui.core.plan.schema import field_help
+from zerotui.tui.common.tui_words import in_tui_words
+from zerotui.tui.wizard.state import parse_field
 
 CONTROL_PREFIX = "f-"
 
@@ -40,6 +43,15 @@ def text_of(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def _means(field: str, text: str, value: Any) -> bool:
+    """Whether the text in a box already stands for ``value`` ("1_024" for 1024, "2e-5" for 2e-05): then
+    it stays as the user typed it, cursor and all, instead of being rewritten in the canonical form."""
+    try:
+        return parse_field(field, text) == value
+    except (PlanError, KeyError):
+        return False
 
 
 class Choice(RadioButton):
@@ -101,7 +113,7 @@ class FieldRow(Vertical):
         self.field = field
         self.control = control
         self.title = title or field.replace("_", " ").capitalize()
-        self.help_text = help if help is not None else field_help(field)
+        self.help_text = help if help is not None else in_tui_words(field_help(field))
         self.extra = list(extra)
         # Borderless controls: one line per field is what lets a whole step read at 80×24.
         for widget in (control, *self.extra):
@@ -126,7 +138,7 @@ class FieldRow(Vertical):
         c = self.control
         if isinstance(c, Input):
             text = text_of(value)
-            if c.value != text:
+            if c.value != text and not _means(self.field, c.value, value):
                 with c.prevent(Input.Changed):
                     c.value = text
         elif isinstance(c, Checkbox):

@@ -15,6 +15,7 @@ from zerotui.tui.messages import ModelChoicesListed
 from zerotui.tui.wizard.step import StepScreen
 from zerotui.tui.wizard.field_help import Tick, FieldRow, choice_set, control_id, text_of
 from zerotui.tui.common.path_picker import PathPickerScreen
+from zerotui.tui.common.ordered_input import OrderedInput
 
 
 def describe_spec(spec: Any, plan: Any = None) -> str:
@@ -41,14 +42,14 @@ class ModelScreen(StepScreen):
 
     def compose_form(self) -> ComposeResult:
         s = self.state
-        yield FieldRow("model", Input(text_of(s.value("model")), id=control_id("model"),
+        yield FieldRow("model", OrderedInput(text_of(s.value("model")), id=control_id("model"),
                                       placeholder="tiny, llama-2-7b, /path/to/hf-folder or org/name"),
                        title="Model", extra=[Button("Browse…", id="browse-model", classes="browse")])
         yield Static("", id="model-info", markup=False)
         yield Label("Pick one (Enter):", classes="section-title")
         yield OptionList(id="model-choices")
         yield FieldRow("model_config_path",
-                       Input(text_of(s.value("model_config_path")), id=control_id("model_config_path"),
+                       OrderedInput(text_of(s.value("model_config_path")), id=control_id("model_config_path"),
                              placeholder="optional: config.json to plan with"),
                        title="Config only", extra=[Button("Browse…", id="browse-config", classes="browse")])
         yield FieldRow("attention", choice_set("attention", [("sdpa", "sdpa", ""), ("flash", "flash", ""),

@@ -53,7 +53,29 @@ def plan_in_words(plan: Plan, hw: Optional[Hardware], spec: Any = None) -> list[
         + ("; activations are recomputed in backward (checkpointing)" if plan.grad_ckpt else "") + ".",
         f"Trains for {length} at peak learning rate {plan.lr:g} ({plan.lr_schedule} schedule, "
         f"{plan.warmup_steps} warm-up steps), clipping gradients at {plan.grad_clip:g}.",
-        f"Checkpoints every {plan.save_interval} steps / {plan.save_minutes:g} minutes, keeping "
-        f"{plan.keep_checkpoints}; {'writes the final model' if plan.save_final else 'no final export'}.",
+        f"{checkpoint_words(plan)}; {'writes the final model' if plan.save_final else 'no final export'}.",
     ]
     return lines
+
+
+def checkpoint_words(plan: Plan) -> str:
+    """When checkpoints are written. A 0 turns that trigger off (core/plan/schema.py), so it is not said:
+    "every 30 steps / 0 minutes" read as a checkpoint every instant."""
+    every = ([f"{plan.save_interval} steps"] if plan.save_interval else []) + \
+        ([f"{plan.save_minutes:g} minutes"] if plan.save_minutes else [])
+    if not every:
+        return "No interval checkpoints"
+    when = " or every ".join(every) + (", whichever comes first" if len(every) > 1 else "")
+    return f"Checkpoints every {when}, keeping {plan.keep_checkpoints}"
+
+
+def short_description(plan: Plan, spec: Any = None) -> str:
+    """One line for a preset saved without a description: '6.7B LoRA r16, bf16, ZeRO-2, 2×8×1024'
+    (micro-batch × accumulation × sequence length), plus where the optimizer states are offloaded."""
+    n = getattr(spec, "params_total", 0) or 0
+    size = f"{round(n / 1e9, 1):g}B" if n >= 1e9 else f"{round(n / 1e6, 1):g}M" if n else plan.model
+    method = {"lora": f"LoRA r{plan.lora_r}", "qlora": f"QLoRA {plan.quant_bits}-bit r{plan.lora_r}"}.get(
+        plan.method, "full fine-tune")
+    offload = f", optimizer on {plan.offload_optimizer.upper()}" if plan.offload_optimizer != "none" else ""
+    return (f"{size} {method}, {plan.precision}, ZeRO-{plan.stage}{offload}, "
+            f"{plan.micro_batch}×{plan.grad_accum}×{plan.seq_len}")

@@ -6,11 +6,12 @@ from typing import Optional
 
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from zerotui.core.hardware.types import Hardware
 from zerotui.tui.wizard.step import StepScreen
 from zerotui.tui.wizard.field_help import FieldRow, choice_set, control_id, text_of
+from zerotui.tui.common.ordered_input import OrderedInput
 
 LABELS = {
     "bf16": "bf16: half of fp32's memory; no loss scaling",
@@ -61,7 +62,7 @@ class PrecisionScreen(StepScreen):
                                  ("fp16_loss_scale_window", "Scale window"),
                                  ("fp16_hysteresis", "Hysteresis"),
                                  ("fp16_min_loss_scale", "Min loss scale")):
-                yield FieldRow(field, Input(text_of(s.value(field)), id=control_id(field)), title=title)
+                yield FieldRow(field, OrderedInput(text_of(s.value(field)), id=control_id(field)), title=title)
 
     def on_mount(self) -> None:
         super().on_mount()

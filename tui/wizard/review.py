@@ -10,7 +10,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 from textual import work
 from textual.app import ComposeResult
@@ -20,7 +20,7 @@ from textual.highlight import highlight
 from textual.widgets import Button, Label, Static
 
 from zerotui.core.errors import ZeroTuiError
-from zerotui.tui.messages import InputsChecked
+from zerotui.tui.messages import InputsChecked, OpenSweep
 from zerotui.tui.wizard.plan_words import plan_in_words
 from zerotui.tui.wizard.step import StepScreen
 
@@ -36,6 +36,7 @@ class ReviewScreen(StepScreen):
         Binding("l", "launch", "Launch", tooltip="start the run and open its dashboard"),
         Binding("s", "save_preset", "Save preset", tooltip="save this plan under a name"),
         Binding("e", "export", "Export", tooltip="write ds_config.json and launch.sh for the plain deepspeed CLI"),
+        Binding("w", "sweep", "Sweep", tooltip="search learning rate and accumulation with Optuna: short runs"),
         Binding("c", "copy_config", "Copy config", show=False, tooltip="copy ds_config.json to the clipboard"),
         Binding("y", "copy_command", "Copy command", show=False,
                 tooltip="copy the exact launch command to the clipboard"),
@@ -226,3 +227,14 @@ class ReviewScreen(StepScreen):
             self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
             return
         self.app.push_screen(ExportScreen(self.state.plan))
+
+    def action_sweep(self) -> None:
+        from zerotui.tui.wizard.sweep_dialog import SweepDialog
+        if self.state.errors:
+            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
+            return
+
+        def started(paths: Any) -> None:
+            if paths is not None:
+                self.post_message(OpenSweep(paths))
+        self.app.push_screen(SweepDialog(self.state.plan), started)

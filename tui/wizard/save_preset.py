@@ -12,6 +12,7 @@ from textual.widgets import Button, Input, Label, Static
 
 from zerotui.core.errors import ZeroTuiError
 from zerotui.core.plan.schema import Plan
+from zerotui.tui.common.ordered_input import OrderedInput
 
 
 class SavePresetScreen(ModalScreen[Optional[str]]):
@@ -25,7 +26,7 @@ class SavePresetScreen(ModalScreen[Optional[str]]):
     def compose(self) -> ComposeResult:
         with Vertical(id="save-preset", classes="dialog"):
             yield Label("Save this plan as a preset", classes="dialog-title")
-            yield Input(self.plan.name, id="preset-name", placeholder="letters, digits, . _ -")
+            yield OrderedInput(self.plan.name, id="preset-name", placeholder="letters, digits, . _ -")
             yield Static("Saved presets appear in `zerotui presets` and under \"From a preset\".",
                          id="preset-note", markup=False)
             with Horizontal(classes="dialog-buttons"):
@@ -64,6 +65,9 @@ class SavePresetScreen(ModalScreen[Optional[str]]):
             from zerotui.core.paths import user_presets_dir
             from zerotui.core.plan.presets import save_preset
             plan = self.plan.with_changes(name=name)
+            if not plan.description.strip():  # a blank line in the preset list says nothing about it
+                from zerotui.tui.wizard.plan_words import short_description
+                plan = plan.with_changes(description=short_description(plan, getattr(self.app, "spec", None)))
             exists = any((user_presets_dir() / f"{name}{ext}").exists() for ext in (".yaml", ".yml"))
             if exists and not overwrite:
                 self.confirm_for = name

@@ -72,7 +72,8 @@ outside text boxes (tab leaves one; tab / shift+tab move between fields)."""
     def on_mount(self) -> None:
         number = [k for k, _ in STEPS].index(self.STEP) + 1
         self.sub_title = f"step {number} of {len(STEPS)}: {dict(STEPS)[self.STEP]}"
-        self.show_errors()
+        # The App tells only mounted screens of a new plan or budget: catch up on what came meanwhile.
+        self.show_state()
 
     def on_screen_resume(self) -> None:
         self.show_state()

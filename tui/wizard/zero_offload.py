@@ -18,6 +18,7 @@ from zerotui.tui.wizard.step import StepScreen
 from zerotui.tui.wizard.budget_bar import format_bytes
 from zerotui.tui.wizard.field_help import Tick, Choice, FieldRow, choice_set, control_id, text_of
 from zerotui.tui.common.path_picker import PathPickerScreen
+from zerotui.tui.common.ordered_input import OrderedInput
 
 # One line each: what the stage shards and what it costs (ZeRO paper, Rajbhandari et al. 2020, §5).
 STAGES = [
@@ -43,7 +44,11 @@ OFFLOAD = {
 SLOW_DISK_BYTES_PER_S = 1e9
 
 
-def offload_choices(field: str, stage: int, has_nvme_disk: bool) -> list[tuple[str, str, str]]:
+#: With no GPU, "none" keeps the states in the training process's own RAM: "on the GPU" would be false.
+NO_GPU_NONE = "none: in the training process's RAM"
+
+
+def offload_choices(field: str, stage: int, has_nvme_disk: bool, has_gpu: bool = True) -> list[tuple[str, str, str]]:
     out = []
     for value in ("none", "cpu", "nvme"):
         reason = ""
@@ -52,7 +57,8 @@ def offload_choices(field: str, stage: int, has_nvme_disk: bool) -> list[tuple[s
                 reason = "stage 3 only"
             elif field == "offload_optimizer" and stage == 0:
                 reason = "needs stage 1, 2 or 3"
-        out.append((value, OFFLOAD[field][value], reason))
+        label = NO_GPU_NONE if value == "none" and not has_gpu else OFFLOAD[field][value]
+        out.append((value, label, reason))
     return out
 
 
@@ -96,12 +102,13 @@ class ZeroOffloadScreen(StepScreen):
                        title="ZeRO stage")
         yield Static("", id="stage-note", classes="derived", markup=False)
         nvme = bool((self.host.hardware.nvme_disks if self.host.hardware else []))
+        gpu = self.host.hardware is None or self.host.hardware.gpu_count > 0
         yield FieldRow("offload_optimizer", choice_set("offload_optimizer",
-                                                       offload_choices("offload_optimizer", stage, nvme),
+                                                       offload_choices("offload_optimizer", stage, nvme, gpu),
                                                        s.value("offload_optimizer")), title="Optimizer offload")
-        yield FieldRow("offload_params", choice_set("offload_params", offload_choices("offload_params", stage, nvme),
+        yield FieldRow("offload_params", choice_set("offload_params", offload_choices("offload_params", stage, nvme, gpu),
                                                     s.value("offload_params")), title="Weight offload")
-        yield FieldRow("nvme_path", Input(text_of(s.value("nvme_path")), id=control_id("nvme_path"),
+        yield FieldRow("nvme_path", OrderedInput(text_of(s.value("nvme_path")), id=control_id("nvme_path"),
                                           placeholder="a folder on a local NVMe drive"),
                        title="NVMe folder", extra=[Button("Browse…", id="browse-nvme", classes="browse")])
         with Horizontal(id="nvme-check"):
@@ -112,10 +119,10 @@ class ZeroOffloadScreen(StepScreen):
                        title="Pin memory")
         yield FieldRow("grad_ckpt", Tick(bool(s.value("grad_ckpt")), id=control_id("grad_ckpt")),
                        title="Activation ckpt")
-        yield FieldRow("gpus", Input(text_of(s.value("gpus")), id=control_id("gpus"),
+        yield FieldRow("gpus", OrderedInput(text_of(s.value("gpus")), id=control_id("gpus"),
                                      placeholder="empty: every detected GPU"), title="GPUs to use")
         # Which GPUs: offered when there is a choice (several GPUs); the launcher pins them (--include).
-        yield FieldRow("gpu_ids", Input(text_of(s.value("gpu_ids")), id=control_id("gpu_ids"),
+        yield FieldRow("gpu_ids", OrderedInput(text_of(s.value("gpu_ids")), id=control_id("gpu_ids"),
                                         placeholder="empty: the first N; or indices, e.g. 0,2"),
                        title="Which GPUs")
         yield Static("", id="gpu-note", classes="derived", markup=False)
@@ -130,17 +137,14 @@ class ZeroOffloadScreen(StepScreen):
         stage = raw if isinstance(raw, int) else self.state.plan.stage
         hw = self.host.hardware
         nvme_disk = bool(hw.nvme_disks) if hw is not None else False
+        has_gpu = hw is None or hw.gpu_count > 0
         for field in ("offload_optimizer", "offload_params"):
-            for (value, label, reason), button in zip(offload_choices(field, stage, nvme_disk),
+            for (value, label, reason), button in zip(offload_choices(field, stage, nvme_disk, has_gpu),
                                                       self.query_one(f"#{control_id(field)}").query(Choice)):
                 button.disabled = bool(reason) and not button.value  # never trap the user on a chosen value
                 button.label = label + (f"  ({reason})" if reason else "")
                 button.tooltip = reason or None
-        gpus = hw.gpu_count if hw is not None else 0
-        note = ""
-        if stage > 0 and self.state.plan.world_size(gpus) == 1:
-            note = "One process: sharding saves nothing by itself; stages 1–3 help here through offload."
-        self.query_one("#stage-note", Static).update(note)
+        self._show_stage_note()
         self._show_gpu_choice(hw)
         uses_nvme = "nvme" in (self.state.value("offload_optimizer"), self.state.value("offload_params"))
         self.query_one("#row-nvme_path").display = uses_nvme
@@ -148,11 +152,24 @@ class ZeroOffloadScreen(StepScreen):
         if uses_nvme:
             self._show_space()
 
+    def _show_stage_note(self) -> None:
+        if self.state.errors:
+            return  # the numbers would be for the last valid plan, not the one on screen
+        from zerotui.tui.wizard.stage_note import stage_note
+        self.query_one("#stage-note", Static).update(stage_note(self.state.plan, self.host.hardware, self.host.spec))
+
+    def budget_changed(self) -> None:
+        super().budget_changed()
+        self._show_stage_note()  # the model's spec may have just been resolved
+
     def _show_gpu_choice(self, hw: Any) -> None:
         """The GPU rows: which GPUs only when there are several; what the answers mean (how many
         processes on which GPUs); and a choice this machine cannot honour, marked on its row."""
         count = hw.gpu_count if hw is not None else 0
-        self.query_one("#row-gpu_ids").display = count > 1 or self.state.value("gpu_ids") is not None
+        # Kept while its box has focus: emptying it must not hide the row under the cursor (the next
+        # digit typed would then jump to a step).
+        self.query_one("#row-gpu_ids").display = (count > 1 or self.state.value("gpu_ids") is not None
+                                                  or self.query_one(f"#{control_id('gpu_ids')}").has_focus)
         note = self.query_one("#gpu-note", Static)
         plan = self.state.plan
         # One GPU (or a CPU) and one process: nothing to choose, nothing to explain.

@@ -1,0 +1,43 @@
+"""`zerotui serve [RUN] [--host 127.0.0.1] [--port 8000] [--allow-control]`: the dashboard in a browser.
+
+Bound to localhost by default; any other address needs the token it prints (tui/serve.py says why).
+Read-only unless --allow-control. Over SSH, `ssh -L 8000:localhost:8000 host` and open
+http://localhost:8000 on your own machine.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from zerotui.core.errors import PlanError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run", nargs="?", metavar="RUN",
+                        help="run to show (default: the newest live run, else the newest run)")
+    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are")
+    parser.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default 127.0.0.1; others need the printed token)")
+    parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    parser.add_argument("--public-url", metavar="URL",
+                        help="the URL browsers use to reach this server, when it differs (a proxy, 0.0.0.0)")
+    parser.add_argument("--allow-control", action="store_true",
+                        help="let the browser pause, checkpoint, stop and resume runs (default: read-only)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from zerotui.core.run.folder import require_intact, resolve_run
+    from zerotui.tui.serve import make_server, new_token, served_command
+
+    if not 1 <= args.port <= 65535:
+        raise PlanError(f"--port {args.port}: not a port number", "use 1-65535, e.g. --port 8000")
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=True)  # a clear line now, not in the browser
+    require_intact(paths, "serve")
+    token = new_token(args.host)
+    command = served_command(str(paths.root), None, args.allow_control)
+    server = make_server(command, args.host, args.port, token, args.public_url)
+    url = f"{server.public_url}/" + (f"?token={token}" if token else "")
+    mode = "controls allowed" if args.allow_control else "read-only"
+    print(f"zerotui serve: run {paths.name} at {url} ({mode}); Ctrl+C stops the server, not the run", flush=True)
+    server.serve()
+    return 0

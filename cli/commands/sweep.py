@@ -1,0 +1,90 @@
+"""`zerotui sweep PRESET|PLAN.yaml --trials N --space SPEC [PLAN OPTIONS]`: a hyper-parameter search, one
+normal run per trial (core/sweep/), in the background unless --foreground.
+
+    zerotui sweep tiny-cpu-demo --trials 8 --space lr=1e-5..3e-4:log,grad_accum=1,2,4 --max-steps 60
+    zerotui sweep --show [SWEEP] [--json]     trials, their values and eval losses, the best so far
+    zerotui sweep --resume SWEEP              start the driver again (after a crash or a reboot)
+    zerotui sweep --stop SWEEP                stop the driver and its current run gracefully
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from zerotui.cli.plan_options import add_plan_options, plan_from_args
+from zerotui.core.errors import RunError
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", nargs="?", metavar="PRESET|PLAN.yaml", help="the plan the trials start from")
+    parser.add_argument("--trials", type=int, default=10, help="trials to run (default 10)")
+    parser.add_argument("--space", default="", metavar="SPEC",
+                        help="what to search: NAME=LOW..HIGH[:log] or NAME=A,B,C, comma-separated, "
+                             "e.g. lr=1e-5..3e-4:log,grad_accum=4,8,16")
+    parser.add_argument("--sampler-seed", type=int, default=0, help="the sampler's seed (the plan's --seed stays)")
+    parser.add_argument("--foreground", action="store_true", help="run the trials in this terminal")
+    parser.add_argument("--force", action="store_true", help="start trials the estimate says do not fit")
+    parser.add_argument("--show", nargs="?", const="", metavar="SWEEP", help="print a sweep's trials")
+    parser.add_argument("--watch", nargs="?", const="", metavar="SWEEP",
+                        help="the sweep screen: trials, the best so far, a chart of the objective")
+    parser.add_argument("--resume", metavar="SWEEP", help="start a sweep's driver again")
+    parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep (its current run stops with a checkpoint)")
+    parser.add_argument("--json", action="store_true", help="with --show: one JSON object")
+    add_plan_options(parser)
+
+
+def _runs_dir(args: argparse.Namespace) -> Path:
+    from zerotui.core.paths import default_runs_dir
+
+    given = getattr(args, "plan__runs_dir", None)
+    return Path(given).expanduser() if given else default_runs_dir()
+
+
+def _start_driver(paths, foreground: bool) -> int:
+    from zerotui.core.sweep.start import start_driver
+
+    if foreground:
+        return subprocess.call([sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)])
+    pid = start_driver(paths)
+    print(f"sweep {paths.name} started (driver pid {pid})")
+    print(f"  folder: {paths.root}")
+    print(f"  watch:  zerotui sweep --watch {paths.name}   (or --show; each trial is a run: zerotui runs)")
+    print(f"  stop:   zerotui sweep --stop {paths.name}")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from zerotui.core.sweep.folder import driver_alive, find_sweep, read_status
+
+    runs_dir = _runs_dir(args)
+    if args.show is not None:
+        from zerotui.cli.sweep_table import show
+
+        return show(find_sweep(runs_dir, args.show or None), args.json)
+    if args.watch is not None:
+        from zerotui.tui.launch import run_sweep_watch
+
+        return run_sweep_watch(find_sweep(runs_dir, args.watch or None))
+    if args.stop:
+        paths = find_sweep(runs_dir, args.stop)
+        if not driver_alive(paths):
+            raise RunError(f"sweep {paths.name} is not running", f"`zerotui sweep --resume {paths.name}` starts it")
+        os.kill(int(read_status(paths)["pid"]), signal.SIGTERM)
+        print(f"stopping sweep {paths.name}: its current run saves a checkpoint and stops")
+        return 0
+    if args.resume:
+        paths = find_sweep(runs_dir, args.resume)
+        if driver_alive(paths):
+            raise RunError(f"sweep {paths.name} is running already", f"`zerotui sweep --show {paths.name}`")
+        return _start_driver(paths, args.foreground)
+    from zerotui.core.sweep.start import prepare_sweep, runs_dir_for
+
+    plan = plan_from_args(args, args.source)
+    runs_dir = runs_dir_for(plan, getattr(args, "plan__runs_dir", None))
+    paths, space = prepare_sweep(plan, args.space, args.trials, runs_dir, seed=args.sampler_seed, force=args.force)
+    print(f"search space: {'; '.join(p.describe() for p in space)}; {args.trials} trials")
+    return _start_driver(paths, args.foreground)

@@ -1,0 +1,54 @@
+"""Starting a sweep (the CLI's `zerotui sweep` and the wizard's Sweep action): check the plan and the space,
+write the sweep folder, start the driver in its own session (so closing the terminal does not end it)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Optional
+
+from zerotui.core.errors import PlanError
+from zerotui.core.plan.schema import Plan
+from zerotui.core.sweep.folder import SweepPaths, new_sweep_dir, write_spec
+from zerotui.core.sweep.space import Param, parse_space
+
+
+def prepare_sweep(plan: Plan, space: str, trials: int, runs_dir: Path, seed: int = 0,
+                  force: bool = False) -> tuple[SweepPaths, list[Param]]:
+    """Check everything, then write the sweep folder; PlanError (nothing written) when something is wrong."""
+    if not 1 <= trials <= 10_000:
+        raise PlanError(f"--trials {trials}: give 1 to 10000", "e.g. --trials 10")
+    if plan.max_steps is None:
+        raise PlanError("a sweep's trials are short runs: give --max-steps (e.g. --max-steps 200)",
+                        "each trial trains that many optimizer steps", "max_steps")
+    if plan.eval_fraction <= 0:
+        raise PlanError("a sweep compares trials by eval loss: --eval-fraction must be above 0", "e.g. 0.05",
+                        "eval_fraction")
+    if not plan.eval_interval:  # evals along the way are what the pruner compares
+        plan = plan.with_changes(eval_interval=max(1, plan.max_steps // 5))
+    params = parse_space(space, plan)
+    paths = new_sweep_dir(runs_dir, plan.name)
+    write_spec(paths, {"plan": plan.to_dict(), "space": [p.to_dict() for p in params], "trials": trials,
+                       "runs_dir": str(runs_dir), "seed": seed, "force": bool(force)})
+    return paths, params
+
+
+def start_driver(paths: SweepPaths) -> int:
+    """The driver, detached; its pid."""
+    with open(paths.log, "ab") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)],
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    return proc.pid
+
+
+def default_space(plan: Plan) -> str:
+    """What the wizard offers: the learning rate a factor of 3 either way (log scale), and gradient
+    accumulation halved, kept and doubled (the two the seed guide tunes)."""
+    ga = sorted({max(1, plan.grad_accum // 2), plan.grad_accum, plan.grad_accum * 2})
+    return f"lr={plan.lr / 3:.3g}..{min(plan.lr * 3, 0.5):.3g}:log,grad_accum={','.join(map(str, ga))}"
+
+
+def runs_dir_for(plan: Plan, given: Optional[Path] = None) -> Path:
+    from zerotui.core.paths import default_runs_dir
+
+    return Path(given or plan.runs_dir or default_runs_dir()).expanduser()
