@@ -123,7 +123,8 @@ class Plan(BaseModel):
         "ZeRO stage: 0 plain data parallel, 1 shards optimizer states, 2 also gradients, "
         "3 also the weights (the only stage that can offload parameters)."))
     offload_optimizer: OffloadTarget = Field("none", description=(
-        "Where the optimizer states live: none (GPU), cpu (host RAM), nvme (disk, needs --nvme-path)."))
+        "Where the optimizer states live: none (on the GPU, or in the process's RAM without one), "
+        "cpu (host RAM), nvme (disk, needs --nvme-path)."))
     offload_params: OffloadTarget = Field("none", description=(
         "Where the weights live between uses (stage 3 only): none (GPU), cpu, nvme."))
     nvme_path: Optional[Path] = Field(None, description="Folder on a fast local NVMe disk for NVMe offload.")
