@@ -9,6 +9,7 @@ out, where it differs from zerotui's).
 from __future__ import annotations
 
 import difflib
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Annotated, Any, Callable, Optional
 
@@ -31,7 +32,7 @@ def _adapter(name: str) -> TypeAdapter:
     return TypeAdapter(Annotated[info.annotation, info])
 
 
-class PeerMapper:
+class PeerMapper(ABC):
     tool = "peer"
     handlers: dict[str, Callable[[str, Any], None]]
     notes: dict[str, str] = {}
@@ -46,8 +47,9 @@ class PeerMapper:
         self.handlers = {}
         self.register()
 
-    def register(self) -> None:  # subclasses fill self.handlers
-        raise NotImplementedError
+    @abstractmethod
+    def register(self) -> None:
+        """Fill ``self.handlers`` (each format's key table)."""
 
     # -- bookkeeping ------------------------------------------------------------------------------
     def warn(self, text: str) -> None:
