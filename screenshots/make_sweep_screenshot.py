@@ -18,27 +18,15 @@ sys.path.insert(0, str(HERE))
 
 
 async def take(out: Path) -> Path:
-    from sweep_fixture import make_sweep
-    from textual.app import App
+    from sweep_fixture import make_sweep, sweep_host, until_read
 
-    from zerotui.tui.dashboard.sweep_screen import SweepScreen
 
     tmp = Path(tempfile.mkdtemp(prefix="zt-sweepshot-"))
     paths = make_sweep(tmp / "sweeps" / "20261201-120000-demo", tmp / "runs")
 
-    class Host(App):
-        TITLE = "zerotui sweep"
-
-        def on_mount(self):
-            self.push_screen(SweepScreen(paths))
-
-    app = Host()
+    app = sweep_host(paths)
     async with app.run_test(size=(140, 40)) as pilot:
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if app.screen.summary is not None:
-                break
-        await pilot.pause(0.5)
+        await until_read(app, pilot, settle_s=0.5)
         app.save_screenshot(filename="sweep.svg", path=str(out))
     return out / "sweep.svg"
 

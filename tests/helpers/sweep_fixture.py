@@ -36,3 +36,27 @@ def make_sweep(root: Path, runs_dir: Path) -> SweepPaths:
     write_status(paths, state="running", trials_done=len(TRIALS))
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return paths
+
+
+def sweep_host(paths: SweepPaths):
+    """A bare App showing the sweep screen on ``paths`` (tests and the screenshot script)."""
+    from textual.app import App
+
+    from zerotui.tui.dashboard.sweep_screen import SweepScreen
+
+    class SweepHost(App):
+        TITLE = "zerotui sweep"
+
+        def on_mount(self):
+            self.push_screen(SweepScreen(paths))
+
+    return SweepHost()
+
+
+async def until_read(app, pilot, settle_s: float = 0.2) -> None:
+    """Wait (up to 5 s) for the screen's first read of the study, then let it draw."""
+    for _ in range(50):
+        await pilot.pause(0.1)
+        if app.screen.summary is not None:
+            break
+    await pilot.pause(settle_s)

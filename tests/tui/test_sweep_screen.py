@@ -3,28 +3,18 @@ from __future__ import annotations
 
 import asyncio
 
-from sweep_fixture import TRIALS, make_sweep
-from textual.app import App
+from sweep_fixture import TRIALS, make_sweep, sweep_host, until_read
 from textual.widgets import DataTable, Static
 
-from zerotui.tui.dashboard.sweep_screen import SweepScreen
 
 
 def test_the_sweep_screen_lists_every_trial_and_the_best(tmp_path):
     paths = make_sweep(tmp_path / "sweeps" / "20261201-120000-demo", tmp_path / "runs")
 
-    class Host(App):
-        def on_mount(self):
-            self.push_screen(SweepScreen(paths))
-
     async def go():
-        app = Host()
+        app = sweep_host(paths)
         async with app.run_test(size=(140, 40)) as pilot:
-            for _ in range(50):
-                await pilot.pause(0.1)
-                if app.screen.summary is not None:
-                    break
-            await pilot.pause(0.2)
+            await until_read(app, pilot)
             table = app.screen.query_one(DataTable)
             rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
             head = str(app.screen.query_one("#sweep-head", Static).render())
