@@ -54,6 +54,21 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "7b-qlora-fit": ("7b", dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "fit"),
     "13b-qlora-fit": ("13b", dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "fit"),
     "13b-qlora-seed": ("13b", dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR, **SEED_BATCH), "seed"),
+    # fp16 LoRA started at 2^32 (fp16_initial_scale_power): the first steps must overflow, be skipped and
+    # halve the scale until the gradients fit; no collapse alert (the scale stays far above its floor).
+    "7b-lora-fp16-overflow": ("7b", dict(method="lora", precision="fp16", stage=2, offload_optimizer="cpu",
+                                         fp16_initial_scale_power=32, micro_batch=8, grad_accum=2, seq_len=1024,
+                                         grad_ckpt=True, max_steps=24, log_interval=2), "seed"),
+    # A plan the budget says does not fit the cap (no checkpointing, micro-batch 16), forced: the run must
+    # end as an out-of-memory failure under the cap, reported like any OOM.
+    "7b-lora-oom": ("7b", dict(method="lora", precision="bf16", stage=0, micro_batch=16, grad_accum=1,
+                               seq_len=1024, grad_ckpt=False, max_steps=4, log_interval=1), "seed"),
+    # Held out from the estimator's fitting (measured before its ZeRO-3 terms were revisited): the seed's
+    # ZeRO-3 plans at another micro-batch.
+    "7b-lora-seed-mb4": ("7b", dict(method="lora", precision="fp16", stage=3, offload_optimizer="cpu", micro_batch=4,
+                                    grad_accum=2, seq_len=1024, grad_ckpt=True, max_steps=5, log_interval=1), "seed"),
+    "7b-qlora-seed-mb4": ("7b", dict(method="qlora", precision="fp16", stage=3, lora_targets=ALL_LINEAR, micro_batch=4,
+                                     grad_accum=2, seq_len=1024, grad_ckpt=True, max_steps=5, log_interval=1), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
@@ -103,11 +118,10 @@ def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_i
     from zerotui.core.plan.schema import plan_from_dict
 
     shape, fields, pick = SCENARIOS[name]
-    plan = plan_from_dict(dict(name=name, model=str(model_dir), data=str(data), data_format="text",
-                               gpu_mem_cap=cap or None, gpus=1, lr=1e-4, warmup_steps=0,
-                               lr_schedule="constant", max_steps=steps, log_interval=log_interval,
-                               save_interval=0, save_minutes=0, save_final=False, eval_fraction=0.0,
-                               seed=1, **fields), name)
+    base = dict(name=name, model=str(model_dir), data=str(data), data_format="text", gpu_mem_cap=cap or None,
+                gpus=1, lr=1e-4, warmup_steps=0, lr_schedule="constant", max_steps=steps, log_interval=log_interval,
+                save_interval=0, save_minutes=0, save_final=False, eval_fraction=0.0, seed=1)
+    plan = plan_from_dict({**base, **fields}, name)  # a scenario's own steps / interval win
     if pick == "fit":
         from zerotui.core.estimate.recommend import recommend
         from zerotui.core.hardware.detect import detect
@@ -182,7 +196,7 @@ def main() -> int:
     models = a.models_dir or work / "models"
     models.mkdir(parents=True, exist_ok=True)
     data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else 1400)
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap,
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
                            "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {}}
     for name in a.scenario:
         shape = SCENARIOS[name][0]

@@ -28,6 +28,7 @@ def rows(files: list[str]) -> list[dict]:
     out = []
     for f in files:
         data = json.loads(Path(f).read_text())
+        # Since results c the harness builds models in a child process, so NVML sees the run alone.
         clean_nvml = data["command"].count("seed-c") or "seed-scenarios-c" in f or data.get("nvml_clean")
         for name, r in data["scenarios"].items():
             shape = name.split("-")[0]
@@ -38,12 +39,17 @@ def rows(files: list[str]) -> list[dict]:
             reserved = r.get("peak_reserved")
             nvml = r.get("nvml_used_max") if clean_nvml else None
             measured = nvml or (reserved + CUDA_CONTEXT_BYTES if reserved else None)
+            # A plan forced past the budget (7b-lora-oom) measures nothing: its check is that it ended out
+            # of memory under the cap, reported like any OOM.
+            oom = r.get("state") == "failed" and "out of GPU memory" in (r.get("reason") or "")
+            if oom:
+                measured = None
             out.append({"file": Path(f).name, "scenario": name, "plan": r["plan"], "state": r.get("state"),
                         "tokens_per_s": r.get("tokens_per_s"), "tflops": r.get("tflops_per_gpu"),
                         "estimate": b.gpu_bytes, "allocated_est": b.gpu_allocated_bytes,
                         "allocated": r.get("peak_allocated"), "reserved": reserved, "nvml": nvml,
                         "measured": measured, "error": (b.gpu_bytes - measured) / measured if measured else None,
-                        "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
+                        "oom": oom, "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
                         "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s")})
     return out
 
@@ -52,6 +58,12 @@ def describe(p: dict) -> str:
     off = f", optimizer on {p['offload_optimizer'].upper()}" if p["offload_optimizer"] != "none" else ""
     return (f"{p['method']} {p['precision']}, ZeRO-{p['stage']}{off}, {p['micro_batch']}×{p['grad_accum']}×"
             f"{p['seq_len']}{', ckpt' if p['grad_ckpt'] else ''}")
+
+
+def _measured(r: dict) -> str:
+    if r["oom"]:
+        return "out of memory under the cap"
+    return f"{r['measured'] / GIB:.2f}{' (NVML)' if r['nvml'] else ''}"
 
 
 def main(argv: list[str]) -> int:
@@ -64,7 +76,7 @@ def main(argv: list[str]) -> int:
         err = f"{r['error']:+.1%}" if r["error"] is not None else "-"
         scale = ", ".join(f"{s:g}" for s in r["scale"]) or "(bf16)"
         print(f"| {r['scenario']} ({r['file'][15:-16]}) | {describe(r['plan'])} | {r['tokens_per_s'] or 0:,.0f} | {tf} | "
-              f"{r['estimate'] / GIB:.2f} | {r['measured'] / GIB:.2f}{' (NVML)' if r['nvml'] else ''} | {err} | {scale} |")
+              f"{r['estimate'] / GIB:.2f} | {_measured(r)} | {err} | {scale} |")
         if r["error"] is not None and r["error"] < -0.03:
             bad.append(r["scenario"])
     if bad:

@@ -55,7 +55,7 @@ def make_run(root: Path, model_dir: Path, data_file: Path, case: str, a: argpars
         precision="bf16", micro_batch=a.micro_batch, grad_accum=1, seq_len=a.seq_len,
         lr=1e-5, warmup_steps=0, lr_schedule="constant", max_steps=a.log_interval * (a.windows + 1),
         log_interval=a.log_interval, save_interval=0, save_minutes=0, save_final=False, eval_fraction=0.0,
-        seed=1, **CASES[case]))
+        seed=1, kernels=a.kernels, **CASES[case]))
     root.mkdir(parents=True)
     (root / "checkpoints").mkdir()
     (root / "plan.yaml").write_text(plan.to_yaml())
@@ -129,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="a and/or b (default both)")
     ap.add_argument("--contender", action="append", choices=CONTENDERS, help="default: all three")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--kernels", choices=("none", "liger"), default="none",
+                    help="Liger's fused kernels on both sides (zerotui's plan field; the Trainer's use_liger_kernel)")
     ap.add_argument("--micro-batch", type=int, default=4)
     ap.add_argument("--seq-len", type=int, default=1024)
     ap.add_argument("--log-interval", type=int, default=5, help="steps per measured window")

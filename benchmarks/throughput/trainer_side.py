@@ -77,7 +77,8 @@ def main() -> int:
             warmup_steps=plan.warmup_steps, lr_scheduler_type=plan.lr_schedule, bf16=True,
             deepspeed=ds_config, logging_strategy="no", save_strategy="no", report_to=[],
             disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False, seed=plan.seed,
-            use_cpu=not cuda, gradient_checkpointing=plan.grad_ckpt)
+            use_cpu=not cuda, gradient_checkpointing=plan.grad_ckpt,
+            use_liger_kernel=plan.kernels == "liger")  # the same Liger kernels zerotui's plan asks for
         trainer = Trainer(model=model, args=args, train_dataset=Sequences(), callbacks=[Timer()])
         trainer.train()
     tokens_per_step = plan.micro_batch * plan.grad_accum * plan.seq_len

@@ -34,6 +34,19 @@ FRAGMENTATION_MIN_BYTES = int(2.0 * GIB)
 #: 0.30; 0.26 keeps it within 3% under), checked on the 13B row of seed-scenarios-b-2026-12-01.json
 #: (3.02 of 13.94 GiB: the budget comes out 4% over). docs/seed_scenarios.md has the table.
 FRAGMENTATION_QLORA_FRACTION = 0.26
+#: With Liger's fused linear cross-entropy the full fp32 logits and their gradient are never allocated;
+#: with them go the largest blocks that split the cache. Measured with the kernels on
+#: (benchmarks/results/seed-scenarios-d-2026-12-01.json): reserved − allocated 0.55 GiB of 15.96 for the
+#: 7B LoRA and 1.73 of 11.96 for the 7B QLoRA, against 1.62 of 17.70 and 4.34 of 14.30 without them (a);
+#: the factor 0.3 was fitted on the d rows. Checked on rows it did not see (seed-scenarios-e): the 13B
+#: QLoRA with the kernels −0.3%. A first version applied it to every Liger run; on e's ZeRO-3 rows (Liger's
+#: norms and SwiGLU, no fused loss) it promised 3-6% too little, so it follows the fused loss only.
+FRAGMENTATION_FUSED_CE_FACTOR = 0.3
+#: The floor of 2 GiB comes from the one row whose weights stream in from the CPU (ZeRO-3 parameter
+#: offload, w8-s3-cpu2-mb4-ckpt: 2.57 GiB reserved over 3.80 allocated). With the weights resident on
+#: the GPU the smallest fragmentation measured was 0.44 GiB (7B LoRA seed, ZeRO-3) and 0.55 GiB (7B LoRA
+#: with the kernels): 0.75 GiB there.
+FRAGMENTATION_MIN_RESIDENT_BYTES = int(0.75 * GIB)
 
 #: Worker RSS before the model exists: Python, torch, CUDA, DeepSpeed, transformers imported and the
 #: process group up (0.92 GiB); after deepspeed.initialize (1.44 GiB: NCCL, JIT op libraries).

@@ -136,6 +136,8 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     else:
         first_step = cal.FRAGMENTATION_FIRST_STEP_SHARE * (g.get("optimizer states", 0) + step_transient)
     share = cal.FRAGMENTATION_QLORA_FRACTION if job.quant_numel else cal.FRAGMENTATION_FRACTION
-    margin = max(share * allocated, cal.FRAGMENTATION_LOGITS_SHARE * lg["backward_peak"],
-                 first_step, cal.FRAGMENTATION_MIN_BYTES)
+    if job.fused_ce:  # no full fp32 logits: the largest blocks that cut the cache are gone (calibration.py)
+        share *= cal.FRAGMENTATION_FUSED_CE_FACTOR
+    floor = cal.FRAGMENTATION_MIN_BYTES if job.stage == 3 and job.op != "none" else cal.FRAGMENTATION_MIN_RESIDENT_BYTES
+    margin = max(share * allocated, cal.FRAGMENTATION_LOGITS_SHARE * lg["backward_peak"], first_step, floor)
     return GpuPeak(g, allocated, margin, phase)
