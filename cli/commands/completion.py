@@ -55,7 +55,6 @@ def _tag(parser: argparse.ArgumentParser, presets: dict) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import shtab
-
     from zerotui.core.plan.presets import list_presets
 
     parser = args.whole_parser()  # every command's arguments, not only this one's (cli/main.py)

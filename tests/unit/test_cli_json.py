@@ -8,13 +8,11 @@ import subprocess
 import sys
 
 import pytest
-
-from zerotui.cli.main import main
-
 from run_events import wait_until
 from sweep_fixture import TRIALS, make_sweep
 from test_cli_runs import fake_finished_run
 from worker_runs import finish, make_run, start_worker, step_reached
+from zerotui.cli.main import main
 
 
 def run(capsys, *argv):
@@ -27,7 +25,7 @@ def run(capsys, *argv):
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "zerotui.cli.main", *argv], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "zerotui.cli.main", *argv], check=False, capture_output=True, text=True,
                           timeout=180)
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from zerotui.cli.main import main
 
 
@@ -47,7 +46,7 @@ def test_estimate_and_export_agree(capsys, tmp_path, overrides, needle):
 
 def test_train_refuses_before_any_run_folder(capsys, tmp_path):
     runs = tmp_path / "runs"
-    code, out, err = run(capsys, "train", "tiny-cpu-demo", "--runs-dir", str(runs),
+    code, _, err = run(capsys, "train", "tiny-cpu-demo", "--runs-dir", str(runs),
                          "--ds-overrides", '{"zero_optimization": {"bogus_key": 1}}')
     assert code == 2 and "bogus_key" in err
     assert not runs.exists() or not any(runs.iterdir())
