@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "merge": "LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face model",
     "serve": "the dashboard in a browser (read-only unless --allow-control)",
     "sweep": "search hyper-parameters with Optuna: one short run per trial, pruned on eval loss",
+    "completion": "print a bash or zsh completion script for every command and plan option",
 }
 
 #: Commands whose module is not named after them: ``import`` is a keyword.
@@ -67,6 +68,9 @@ def build_parser(only: Optional[str] = None) -> OneLineParser:
         p = sub.add_parser(name, help=help_, description=help_)
         if only is None or only == name:
             _command_module(name).add_arguments(p)
+        if name == "completion":
+            # The script covers every command: the command gets this builder, as commands may not import main.
+            p.set_defaults(whole_parser=lambda: build_parser(only=None))
     return parser
 
 

@@ -53,3 +53,11 @@ class RunError(ZeroTuiError):
 
 class ConfigImportError(ZeroTuiError):
     """A ds_config.json that cannot be turned into a plan."""
+
+
+class StorageError(HardwareError):
+    """A folder the machine will not let us write: the disk is full or over quota, or it is read-only.
+    The machine's state rather than the input, so exit 1 (as for an OSError the CLI catches), and
+    nothing is left half-written."""
+
+    exit_code = 1

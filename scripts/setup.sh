@@ -66,15 +66,19 @@ if has_nvidia_gpu; then
   extras=${extras:+${extras%]},gpu]}; extras=${extras:-[gpu]}
 fi
 
-# The `zerotui serve` test opens the dashboard in a real headless Chromium: a system package (Debian's
-# `chromium`), installed here when the test tools are asked for and apt can do it.
-if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+# System packages some tests drive for real, installed here when the test tools are asked for and apt
+# can do it: headless Chromium (the `zerotui serve` test opens the dashboard in it) and zsh (the
+# completion test presses TAB in it; bash is always there).
+if [ "${1:-}" = "--test" ] && command -v apt-get >/dev/null 2>&1; then
   as_root=""; [ "$(id -u)" -ne 0 ] && as_root="sudo -n"
-  say "installing headless Chromium for the browser test (apt-get install chromium)"
-  $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
-    || { $as_root apt-get update -q >/dev/null 2>&1 && $as_root env DEBIAN_FRONTEND=noninteractive \
-         apt-get install -y -q chromium >/dev/null 2>&1; } \
-    || say "could not install chromium (no root?): tests/tui/test_serve.py will say so; apt install chromium"
+  for pkg in chromium zsh; do  # one at a time: a package apt lacks must not stop the other
+    command -v "$pkg" >/dev/null 2>&1 && continue
+    say "installing $pkg for the tests (apt-get install $pkg)"
+    $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" >/dev/null 2>&1 \
+      || { $as_root apt-get update -q >/dev/null 2>&1 && $as_root env DEBIAN_FRONTEND=noninteractive \
+           apt-get install -y -q "$pkg" >/dev/null 2>&1; } \
+      || say "could not install $pkg (no root?): the tests that need it say so; apt install $pkg"
+  done
 fi
 
 say "installing zerotui$extras (editable) and its dependencies"

@@ -1,5 +1,8 @@
 """`zerotui estimate [PRESET|PLAN.yaml] [PLAN OPTIONS] [--gpu-mem ..] [--ram ..] [--json]`: the memory
-budget of a plan — peak GPU memory per GPU, host RAM per node, NVMe — with a named breakdown."""
+budget of a plan — peak GPU memory per GPU, host RAM per node, NVMe — with a named breakdown.
+
+The exit code tells a script the verdict without parsing anything: 0 the plan fits, 3 it does not
+(``EXIT_DOES_NOT_FIT``), 2 bad input, 1 the machine failed us (an unreadable file, a full disk)."""
 from __future__ import annotations
 
 import argparse
@@ -7,6 +10,9 @@ import json
 
 from zerotui.cli.hardware_options import add_hardware_options, hardware_from_args
 from zerotui.cli.plan_options import add_plan_options, plan_from_args
+
+#: Not 1: a script must tell "does not fit" from an OSError (exit 1) or a usage error (exit 2).
+EXIT_DOES_NOT_FIT = 3
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         out["hardware"] = {"source": hw.source, "gpus": hw.gpu_count, "gpu_bytes": hw.gpu_total_bytes,
                            "ram_bytes": hw.ram_total_bytes}
         print(json.dumps(out, indent=1))
-        return 0
+        return 0 if budget.fits else EXIT_DOES_NOT_FIT
     print(describe_plan(plan, budget.world_size))
     print(f"model: {spec.params_total:,} parameters ({spec.source}); trainable {budget.params_trainable:,}")
     print()
@@ -79,4 +85,4 @@ def run(args: argparse.Namespace) -> int:
     for w in budget.warnings:
         print(f"note: {w}")
     print("fits this machine" if budget.fits else "does NOT fit: `zerotui fit` lists plans that do")
-    return 0
+    return 0 if budget.fits else EXIT_DOES_NOT_FIT

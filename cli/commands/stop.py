@@ -1,7 +1,9 @@
-"""`zerotui stop [RUN] [--now] [--wait]`: ask a run's worker to stop, and print its acknowledgement."""
+"""`zerotui stop [RUN] [--now] [--wait] [--json]`: ask a run's worker to stop, and print its acknowledgement
+(with --json: one object with the acknowledgement, the events seen while waiting and the run's end)."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from pathlib import Path
@@ -20,6 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="stop at the next step without saving a checkpoint")
     parser.add_argument("--wait", action="store_true", help="wait until the run has ended")
     parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object {run, command, ack, events, finished, exit, exit_code} at the end")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,35 +46,52 @@ def run(args: argparse.Namespace) -> int:
     cursor = EventCursor(paths, events_end(paths))
     command = "stop-now" if args.now else "stop"
     entry = send_control(paths, command, by=f"zerotui stop (pid {os.getpid()})")
+    # --json: the same steps, said once at the end as one object; the text lines as they happen otherwise.
+    result: dict = {"run": paths.name, "path": str(paths.root), "command": command, "id": entry["id"],
+                    "ack": None, "events": [], "finished": None, "exit": None}
+
+    def say(line: str) -> None:
+        if not args.json:
+            print(line, flush=True)
+
+    def done(code: int) -> int:
+        if args.json:
+            print(json.dumps({**result, "exit_code": code}, indent=1, default=str))
+        return code
+
     ack = cursor.wait_for(lambda e: (e.get("type") == "control_ack" and e.get("id") == entry["id"])
                           or e.get("type") == "run_finished", ACK_TIMEOUT_S)
     if ack is None:
-        print(f"sent {command} to {paths.name}; no acknowledgement within {ACK_TIMEOUT_S:.0f} s "
-              f"(the worker reads it when it next looks; see {paths.log})")
-        return 1
+        say(f"sent {command} to {paths.name}; no acknowledgement within {ACK_TIMEOUT_S:.0f} s "
+            f"(the worker reads it when it next looks; see {paths.log})")
+        return done(1)
     if ack.get("type") == "lost":
-        return finished_exit_code(paths, ack)
-    print(f"{paths.name}: {format_event(ack)}")
+        return done(finished_exit_code(paths, ack))
+    result["ack"] = ack
+    say(f"{paths.name}: {format_event(ack)}")
     if ack.get("type") == "run_finished":
-        return finished_exit_code(paths, ack)
+        result["finished"] = ack
+        return done(finished_exit_code(paths, ack))
     if not ack.get("ok"):
-        return 1
+        return done(1)
     if not args.wait:
-        return 0
+        return done(0)
 
     def show(ev: dict) -> None:
         if ev.get("type") in ("checkpoint", "alert"):
-            print(f"{paths.name}: {format_event(ev)}", flush=True)
+            result["events"].append(ev)
+            say(f"{paths.name}: {format_event(ev)}")
 
     end = cursor.wait_for(lambda e: e.get("type") == "run_finished", None, show)
     assert end is not None
     if end.get("type") == "run_finished":
-        print(f"{paths.name}: {format_event(end)}")
-        _confirm_exit(paths)
-    return finished_exit_code(paths, end)
+        result["finished"] = end
+        say(f"{paths.name}: {format_event(end)}")
+        result["exit"] = _confirm_exit(paths, say)
+    return done(finished_exit_code(paths, end))
 
 
-def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
+def _confirm_exit(paths, say, timeout: float = EXIT_TIMEOUT_S) -> dict:
     """The run has ended; say so again only once its processes are gone (and their memory with them)."""
     from zerotui.core.run.folder import pid_alive, read_status
 
@@ -80,15 +101,18 @@ def _confirm_exit(paths, timeout: float = EXIT_TIMEOUT_S) -> None:
     while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     alive = [p for p in pids if pid_alive(p)]
+    info: dict = {"pids": pids, "alive": alive, "gpu": None}
     if alive:
-        print(f"{paths.name}: process(es) {', '.join(map(str, alive))} still running {timeout:.0f} s after the end "
-              f"(see {paths.log})", flush=True)
+        say(f"{paths.name}: process(es) {', '.join(map(str, alive))} still running {timeout:.0f} s after the end "
+            f"(see {paths.log})")
     elif pids:
-        print(f"{paths.name}: worker process(es) {', '.join(map(str, pids))} exited", flush=True)
+        say(f"{paths.name}: worker process(es) {', '.join(map(str, pids))} exited")
         # A stop must free every GPU of the run: NVML must list none of its pids. Without NVML (a CPU
         # machine) there is nothing to say here; the run's end in status.json notes the check was skipped.
         from zerotui.core.hardware.gpu_release import wait_gpu_release
 
         gpu = wait_gpu_release(pids)
+        info["gpu"] = gpu
         if gpu["checked"] or gpu["held"]:
-            print(f"{paths.name}: {gpu['note']}", flush=True)
+            say(f"{paths.name}: {gpu['note']}")
+    return info

@@ -221,7 +221,8 @@ def merge_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     return out
 
 
-def _check_overrides(overrides: dict[str, Any]) -> None:
+def check_owned_keys(overrides: dict[str, Any]) -> None:
+    """PlanError when ``overrides`` set a key the Plan derives, or name an optimizer DeepSpeed cannot build."""
     for path, option in PLAN_OWNED_KEYS.items():
         node: Any = overrides
         for part in path:
@@ -291,6 +292,6 @@ def build_ds_config(plan: Plan, world_size: int, spec: Any = None,
         }
     cfg.update(monitor_sections(plan, run_dir))
     if plan.ds_overrides:
-        _check_overrides(plan.ds_overrides)
+        check_owned_keys(plan.ds_overrides)
         cfg = merge_overrides(cfg, plan.ds_overrides)
     return cfg

@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.deepspeed.overrides import check_overrides
 from zerotui.core.errors import DataError, ModelError
 from zerotui.core.plan.schema import SAMPLE_DATA, TINY_MODEL
 
@@ -27,7 +28,8 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer
 
 def check_inputs(plan: Any, training: bool = True, planning_names: bool = True,
                  missing_data_hint: Optional[str] = None) -> None:
-    """Raise ModelError / DataError for a local model folder or data file that cannot work.
+    """Raise ModelError / DataError for a local model folder or data file that cannot work, PlanError for
+    ds_overrides that export or DeepSpeed would refuse.
 
     ``training=False`` (estimate, fit, export) checks only what planning reads: the model's config.
     ``planning_names=False`` lets a built-in planning name ('llama-2-7b') pass: the wizard's review
@@ -36,6 +38,9 @@ def check_inputs(plan: Any, training: bool = True, planning_names: bool = True,
     check_model(plan, training, planning_names)
     if training:
         check_data(plan, missing_data_hint)
+    # The same ds_overrides check as export's and the launch's (launch_files): a plan estimate accepts is
+    # one they accept too.
+    check_overrides(plan)
 
 
 # -- model ----------------------------------------------------------------------------------------

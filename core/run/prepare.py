@@ -16,6 +16,7 @@ from typing import Any, Optional
 
 from zerotui.core.atomic import atomic_write_text
 from zerotui.core.deepspeed.config import build_ds_config
+from zerotui.core.deepspeed.overrides import check_overrides
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.plan.schema import Plan
 from zerotui.core.run.folder import RunPaths
@@ -27,6 +28,7 @@ def launch_files(plan: Plan, world: int, spec: Any, root: Any, hardware: Optiona
                  budget: Any = None, plan_header: str = "") -> dict[str, str]:
     """File name -> text for a run folder at ``root`` run by ``world`` processes. ``spec`` (a ModelSpec or
     None) sizes DeepSpeed's buckets; ``hardware`` and ``budget`` are recorded when given."""
+    check_overrides(plan, world, spec)  # DeepSpeed's parser too: refused here, not at initialize()
     files = {
         PLAN: plan_header + plan.to_yaml(),
         DS_CONFIG: json.dumps(build_ds_config(plan, world, spec, run_dir=root), indent=2) + "\n",

@@ -29,7 +29,8 @@ from zerotui.core.run.run_files import open_append
 from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
 from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run.launcher import launcher_env, worker_argv
-from zerotui.core.run.preflight import check_writable, preflight
+from zerotui.core.run.preflight import preflight
+from zerotui.core.run.storage import check_storage, storage_error
 from zerotui.core.run.prepare import launch_files, write_launch_files
 from zerotui.core.train.checkpoint import newest_complete
 
@@ -63,11 +64,21 @@ def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: boo
     return argv, env
 
 
-def _spawn(argv: list[str], env: dict, paths: RunPaths) -> int:
-    """Start the worker in its own session with stdin from /dev/null and stdout+stderr → worker.log."""
-    with open(paths.log, "ab") as log, open(os.devnull, "rb") as devnull:
+def _open_log(argv: list[str], paths: RunPaths):
+    """worker.log, opened for appending with this launch's header line written and flushed."""
+    log = open(paths.log, "ab")  # noqa: SIM115 - handed to the caller's with-block
+    try:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(argv)}\n".encode())
         log.flush()
+    except BaseException:
+        log.close()
+        raise
+    return log
+
+
+def _spawn(argv: list[str], env: dict, log) -> int:
+    """Start the worker in its own session with stdin from /dev/null and stdout+stderr → ``log``."""
+    with open(os.devnull, "rb") as devnull:
         try:
             proc = subprocess.Popen(argv, stdin=devnull, stdout=log, stderr=subprocess.STDOUT, env=env,
                                     start_new_session=True, close_fds=True)
@@ -83,7 +94,10 @@ def _note_pid(paths: RunPaths, pid: int, launched: float) -> None:
     """Record the worker's pid until its own first heartbeat replaces this status."""
     st = read_status(paths)
     if st.get("state") == "starting" and not st.get("pid") and st.get("launched") == launched:
-        write_status(paths, **{**st, "pid": pid, "pids": [pid], "heartbeat": time.time()})
+        try:
+            write_status(paths, **{**st, "pid": pid, "pids": [pid], "heartbeat": time.time()})
+        except OSError:
+            pass  # a disk filling now: the worker is started and its first heartbeat writes the status
 
 
 def _detect() -> Hardware:
@@ -102,7 +116,7 @@ def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optiona
     plan = _absolute_paths(plan_from_dict(plan.to_dict(), "plan"))
     hardware = hardware if hardware is not None else _detect()
     base = Path(runs_dir or plan.runs_dir or default_runs_dir()).expanduser()
-    check_writable(base, "the runs folder", "choose another with --runs-dir or ZEROTUI_RUNS_DIR")
+    check_storage(base, "the runs folder", _TRAIN_HINT)  # full or read-only: one line, nothing written
     # A bad data file or model folder: one clear line now, not a failed run after minutes of start-up.
     # Here, not in each caller, so the CLI, the wizard's Launch and its command palette all get it.
     check_inputs(plan, training=True)
@@ -110,24 +124,48 @@ def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optiona
     budget = preflight(plan, hardware, spec, force=force)
     world = plan.world_size(hardware.gpu_count)
     launch_files(plan, world, spec, None)  # a config DeepSpeed would refuse stops here, before any folder exists
-    paths = new_run_dir(base, plan.name)
+    try:
+        paths = new_run_dir(base, plan.name)
+    except OSError as err:
+        _raise_storage(err, base, "the runs folder", _TRAIN_HINT)
     try:
         write_launch_files(paths, launch_files(plan, world, spec, paths.root, hardware, budget))
         return _launch(plan, paths, hardware, resume=False)
-    except BaseException:
+    except BaseException as err:
         # Nothing half-made stays behind: a run folder without a worker would list as 'lost' forever.
         if not paths.events.exists():
             shutil.rmtree(paths.root, ignore_errors=True)
+        if isinstance(err, OSError):  # the disk filled up, or turned read-only, since the check
+            _raise_storage(err, base, "the runs folder", _TRAIN_HINT)
         raise
+
+
+_TRAIN_HINT = (
+    "free some space or make it writable, or choose another folder with --runs-dir or ZEROTUI_RUNS_DIR; "
+    "nothing was written")
+
+
+def _resume_hint(paths: RunPaths) -> str:
+    return f"free some space or make it writable, then `zerotui resume {paths.name}` again; the run folder is as it was"
+
+
+def _raise_storage(err: OSError, folder: Path, what: str, hint: str) -> None:
+    """Raise the StorageError for a full or read-only disk, else ``err`` itself (a bug, not the disk)."""
+    problem = storage_error(err, folder, what, hint)
+    if problem is None:
+        raise err
+    raise problem from None
 
 
 def _launch(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> RunPaths:
     argv, env = _worker_command(plan, paths, hardware, resume)
     launched = time.time()
     started = read_status(paths).get("started") if resume else None  # a run's start survives resumes
-    write_status(paths, state="starting", launched=launched, heartbeat=launched, resumed=resume,
-                 started=started or launched)
-    pid = _spawn(argv, env, paths)
+    # The log first: a disk that cannot take its header line must not leave status.json saying "starting".
+    with _open_log(argv, paths) as log:
+        write_status(paths, state="starting", launched=launched, heartbeat=launched, resumed=resume,
+                     started=started or launched)
+        pid = _spawn(argv, env, log)
     _note_pid(paths, pid, launched)
     return paths
 
@@ -146,11 +184,13 @@ def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool
     # open() or appending through a link to a file outside the run.
     require_intact(paths, "resume")
     _check_resumable(paths)  # a completed or live run is refused before anything (the lock) is written
+    check_storage(paths.root, "the run folder", _resume_hint(paths))  # full or read-only: nor on such a disk
     # Two `zerotui resume` at once (two terminals, the TUI and the CLI) must not start two workers on
     # one folder: the check below and the "starting" status written by _launch happen under one lock.
     try:
         lock = os.fdopen(open_append(paths.root / ".launch.lock"), "a")
     except OSError as err:
+        _raise_storage_only(err, paths)
         raise RunError(f"cannot lock {paths.root / '.launch.lock'}: {describe(err)}",
                        "check the run folder's permissions; remove .launch.lock if it is not a plain file") from None
     with lock:
@@ -185,8 +225,18 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
     # The same plan on this machine: ds_config.json changes only if the number of processes did.
     files = launch_files(plan, plan.world_size(hardware.gpu_count), spec, paths.root, hardware, budget)
     del files["plan.yaml"]  # the frozen plan stays exactly as it was written
-    write_launch_files(paths, {n: t for n, t in files.items() if _text(paths.root / n) != t})
-    return _launch(plan, paths, hardware, resume=True)
+    try:  # each file is replaced whole or not at all (atomic), so a failure here leaves the folder as it was
+        write_launch_files(paths, {n: t for n, t in files.items() if _text(paths.root / n) != t})
+        return _launch(plan, paths, hardware, resume=True)
+    except OSError as err:
+        _raise_storage(err, paths.root, "the run folder", _resume_hint(paths))
+        raise
+
+
+def _raise_storage_only(err: OSError, paths: RunPaths) -> None:
+    problem = storage_error(err, paths.root, "the run folder", _resume_hint(paths))
+    if problem is not None:
+        raise problem from None
 
 
 def _text(path: Path) -> Optional[str]:

@@ -1,0 +1,74 @@
+"""Whether a folder can take a run's files: a full, over-quota or read-only disk is named up front,
+before anything is written, and a write that fails anyway becomes one StorageError (exit 1).
+
+``zerotui train`` checks the runs folder, ``zerotui resume`` the run's own folder; the launch removes
+what it made when a later write fails (``start.start_run``), so a refused launch leaves nothing behind.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import tempfile
+from pathlib import Path
+
+from zerotui.core.errors import HardwareError, StorageError
+from zerotui.core.sizes import format_bytes
+
+#: Below this much free space a run is refused before it starts. The launch files are a few KiB, but the
+#: worker appends to worker.log, events.jsonl and status.json from its first second: with less, it would
+#: die of ENOSPC within moments, leaving a failed or torn run folder instead of one clear line.
+MIN_FREE_BYTES = 1 << 20
+
+_WORDS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+          errno.EFBIG: "a file would pass the size limit (ulimit -f)", errno.EROFS: "the file system is read-only",
+          errno.EACCES: "permission denied", errno.EPERM: "permission denied"}
+
+
+def storage_problem(err: BaseException) -> str | None:
+    """What a failed write says about the disk, in words; None when it is not the disk's doing."""
+    return _WORDS.get(err.errno) if isinstance(err, OSError) else None
+
+
+def free_bytes(folder: Path) -> int | None:
+    try:
+        st = os.statvfs(folder)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def check_storage(folder: Path, what: str, hint: str, min_free: int = MIN_FREE_BYTES) -> None:
+    """Create ``folder`` if needed, write (then remove) a probe file, and require ``min_free`` bytes free.
+
+    StorageError (exit 1) for a full, over-quota or read-only disk; HardwareError (exit 2) for a path
+    that cannot be a folder at all (a file in the way), which is the input's fault."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".zerotui-probe-", dir=folder)
+        try:
+            # An empty file needs no block, so a full disk would pass; fsync: a file system that allocates
+            # at write-back (ext4, XFS) reports ENOSPC only then.
+            os.write(fd, b"\0" * 512)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+            os.unlink(probe)
+    except OSError as err:
+        problem = storage_problem(err)
+        if problem is None:
+            raise HardwareError(f"{what} {folder} is not writable ({err.strerror or err})", hint) from None
+        raise StorageError(f"{what} {folder} cannot be written: {problem}", hint) from None
+    free = free_bytes(folder)
+    if free is not None and free < min_free:
+        raise StorageError(f"{what} {folder} cannot be written: the disk is full ({format_bytes(free)} free, "
+                           f"a run needs at least {format_bytes(min_free)})", hint)
+
+
+def storage_error(err: OSError, folder: Path, what: str, hint: str) -> StorageError | None:
+    """The StorageError to raise for ``err`` met while writing ``folder``; None when not the disk's doing."""
+    problem = storage_problem(err)
+    if problem is None:
+        return None
+    free = free_bytes(folder)
+    left = f" ({format_bytes(free)} free)" if problem == "the disk is full" and free is not None else ""
+    return StorageError(f"{what} {folder} cannot be written: {problem}{left}", hint)
