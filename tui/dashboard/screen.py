@@ -152,6 +152,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
 
     def on_resize(self) -> None:
         self._layout()
+        self._stats_dirty = True  # the status line picks its fields for the new width at the next tick
 
     def _layout(self) -> None:
         wide = self.size.width >= WIDE_MIN[0] and self.size.height >= WIDE_MIN[1]
