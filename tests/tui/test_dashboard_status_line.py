@@ -3,7 +3,6 @@ the zoom and the x axis as room allows, each whole or not at all."""
 from __future__ import annotations
 
 import pytest
-
 from dashboard_helpers import DashApp, loaded, make_run, utc  # noqa: F401 (utc: fixture)
 from wizard_helpers import pilot_test
 from zerotui.tui.dashboard.run_header import HeaderFacts, status_line

@@ -11,8 +11,7 @@ import os
 import time
 
 import pytest
-
-from dashboard_helpers import make_run, last_t, utc, wait_for  # noqa: F401 (utc: fixture)
+from dashboard_helpers import last_t, make_run, utc, wait_for  # noqa: F401 (utc: fixture)
 from wizard_helpers import jump, pilot_test, settle
 from zerotui.core.atomic import atomic_write_json
 from zerotui.tui.app import ZeroTuiApp

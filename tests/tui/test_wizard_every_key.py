@@ -7,10 +7,7 @@ another screen or dialog, another step, the breakdown, the plan, a notification,
 (pressed last). A key that would do nothing must not be shown (``check_action``)."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-
 from wizard_helpers import jump, pilot_test, settle
 from zerotui.tui.app import ZeroTuiApp
 from zerotui.tui.wizard.demo_hardware import workstation_24gb

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 import yaml
 from textual.widgets import Input, Static
-
 from wizard_helpers import fill, jump, pilot_test, settle
 from zerotui.core.plan.presets import load_preset
 from zerotui.core.sizes import parse_size
