@@ -1,4 +1,4 @@
-"""Snapshots (pytest-textual-snapshot) of the dashboard at 80×24 and 160×48, from the recorded event files.
+"""Snapshots (pytest-textual-snapshot) of the dashboard at 80×24, 160×48 and 200×50, from the recorded event files.
 
 Deterministic: fixed event times, the clock frozen 10 s after the last event (elapsed, ETA and "ago"
 read it), the time zone pinned to UTC, and the charts drawn before the picture is taken. Regenerate
@@ -15,6 +15,7 @@ from snapshot_helpers import steady_frame
 CASES = {
     "live_80x24": ("live.jsonl", (80, 24), {}),
     "live_160x48": ("live.jsonl", (160, 48), {}),
+    "live_200x50": ("live.jsonl", (200, 50), {}),
     "failed_160x48": ("failed.jsonl", (160, 48), {"status": {"state": "failed", "heartbeat": 1.0}}),
     "startup_80x24": ("startup.jsonl", (80, 24), {}),
 }

@@ -1,4 +1,5 @@
-"""Snapshots (pytest-textual-snapshot) of each wizard screen at 80×24 and 160×48, on fixed fake hardware.
+"""Snapshots (pytest-textual-snapshot) of each wizard screen at 80×24 and 160×48 (the steps at 200×50
+too), on fixed fake hardware.
 
 Deterministic by construction: fixed Hardware values, a fixed runs folder, a fixed interpreter name in the
 launch command, empty preset / HF-cache folders, and the CPU's fp16 support pinned. Regenerate after an
@@ -51,8 +52,13 @@ def _fixed_world(tmp_path, monkeypatch):
     monkeypatch.setattr("zerotui.tui.wizard.precision._cpu_has_fp16", lambda cpuinfo=None: False)
 
 
-@pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize("screen", list(SCREENS))
+#: The five steps at 200×50 too: a large terminal must not leave them cut or stretched oddly.
+WIDE = ("model", "data_method", "precision", "zero_offload", "review")
+SIZES["200x50"] = (200, 50)
+CASES = [(screen, size) for screen in SCREENS for size in SIZES if size != "200x50" or screen in WIDE]
+
+
+@pytest.mark.parametrize("screen,size", CASES, ids=[f"{screen}-{size}" for screen, size in CASES])
 def test_wizard_screen(snap_compare, screen, size):
     hardware, preset, presses = SCREENS[screen]
     hw = workstation_24gb() if hardware == "workstation" else cpu_only()

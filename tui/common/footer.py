@@ -2,7 +2,8 @@
 
 Textual's Footer lays every shown binding out in a row and the terminal's edge cuts the last ones (at
 120 columns the dashboard's read ``r Runs  ^q Qu▏``, at 80 the review lost Export and Help). This one
-first tries Textual's compact style, then drops the least important keys until the rest fit. Help is
+first tries Textual's compact style, then drops the least important keys until the rest fit (a screen
+shows few enough keys that, at 80 columns, none is dropped: tests/tui/test_footer_text.py). Help is
 always kept: the help screen lists every key, so whatever the footer leaves out is one key away. A screen
 names its most important actions, first to keep, in ``FOOTER_KEEP``; actions it does not name go first,
 from the right.
@@ -47,12 +48,17 @@ class FitFooter(Footer):
             return
         width = self.app.size.width
         minor, named = self._drop_order(keys)
-        # Roomy first, leaving out only keys the screen did not name; compact only if that is not enough.
-        shown = self._fit(keys, minor, width - palette_width(palette, False), compact=False)
-        compact = shown is None
-        if compact:
-            shown = self._fit(keys, minor + named, width - palette_width(palette, True), compact=True) or \
-                {k for k in keys if k.action in ALWAYS}
+        roomy, tight = width - palette_width(palette, False), width - palette_width(palette, True)
+        # Every key, roomy or else compact: a key left out is worse than one cell less between keys. Only
+        # when even compact cannot hold them all, the least important go (roomy if that is then enough).
+        shown, compact = self._fit(keys, [], roomy, compact=False), False
+        if shown is None:
+            shown, compact = self._fit(keys, [], tight, compact=True), True
+        if shown is None:
+            shown, compact = self._fit(keys, minor, roomy, compact=False), False
+        if shown is None:
+            shown, compact = (self._fit(keys, minor + named, tight, compact=True)
+                              or {k for k in keys if k.action in ALWAYS}), True
         self.compact = compact  # the keys are data-bound to it (Textual's compose)
         yield from (k for k in keys if k in shown)
         yield from palette

@@ -30,6 +30,36 @@ class HeaderFacts:
     finished: Optional[dict] = None  # the run_finished that stands (None while a resumed worker starts)
 
 
+def _elide(name: str, room: int) -> str:
+    """``name`` in at most ``room`` cells, its middle replaced by … (a run's name starts with its date and
+    ends with its own part: both ends say which run it is)."""
+    if len(name) <= room:
+        return name
+    if room <= 1:
+        return "…"[:max(room, 0)]
+    head = (room - 1) // 2
+    return name[:head] + "…" + name[len(name) - (room - 1 - head):]
+
+
+def status_line(facts: HeaderFacts, width: int) -> Text:
+    """The first line in ``width`` cells, fields by importance: the state and the run's name always (the
+    name shortened in the middle last of all), then read-only, then the zoom, then the x axis; what does
+    not fit is left out whole (the zoom and the axis also show on the charts; help names z and t)."""
+    state = facts.state
+    head = [(f"● {state}", f"bold {STATE_STYLE.get(state, '')}"), ("  ", "")]
+    # read-only stays with the name: it says why no control key works, which the footer cannot.
+    kept = [("  read-only", "dim")] if not facts.live else []
+    optional = [[("   zoom ", "dim"), (facts.zoom, "")],
+                [("   x ", "dim"), ("steps" if facts.x_mode == "step" else "time", "")]]
+
+    def cells(parts: list[tuple[str, str]]) -> int:
+        return sum(len(text) for text, _ in parts)
+    while optional and cells(head) + len(facts.name) + cells(kept) + sum(cells(o) for o in optional) > width:
+        optional.pop()
+    room = width - cells(head) - cells(kept) - sum(cells(o) for o in optional)
+    return Text.assemble(*head, _elide(facts.name, room), *kept, *[part for o in optional for part in o])
+
+
 class RunHeader(Vertical):
     DEFAULT_CSS = """
     RunHeader { height: auto; }
@@ -53,11 +83,9 @@ class RunHeader(Vertical):
             self.query_one(selector, Static).update(content, layout=layout)
 
     def show(self, h: Optional[RunHistory], facts: HeaderFacts, now: float) -> None:
-        state = facts.state
-        self._set("#dash-status", Text.assemble(
-            (f"● {state}", f"bold {STATE_STYLE.get(state, '')}"), "  ", facts.name,
-            ("  read-only" if not facts.live else "", "dim"), ("   zoom ", "dim"), facts.zoom,
-            ("   x ", "dim"), "steps" if facts.x_mode == "step" else "time"))
+        # The line's own cells (inside its padding); before the first layout, the terminal's less that.
+        width = self.query_one("#dash-status").content_size.width or self.app.size.width - 2
+        self._set("#dash-status", status_line(facts, width))
         self._banner(h, facts, now)
         # No bar until the total is known: an indeterminate bar animates, which says nothing here.
         self.query_one("#dash-progress").display = bool(h is not None and h.total_steps)

@@ -83,15 +83,19 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
         Binding("p", "pause_resume", "Pause/resume", tooltip="pause the training loop, or resume it"),
         Binding("c", "checkpoint", "Checkpoint", tooltip="save a checkpoint at the next step"),
         Binding("s", "stop", "Stop", tooltip="stop with a checkpoint; `zerotui resume` continues later"),
-        Binding("x", "stop_now", "Stop now", tooltip="stop at the next step, without a checkpoint (asks first)"),
+        # x, t and l stay out of the footer (help lists them), so the rest fit 80 columns whole.
+        Binding("x", "stop_now", "Stop now", show=False, tooltip="stop at the next step, without a checkpoint (asks first)"),
         Binding("u", "resume_run", "Resume run",
                 tooltip="a stopped, failed or lost run: a new worker continues from its last checkpoint"),
         Binding("d,q", "detach", "Detach", tooltip="leave the dashboard; the run keeps training"),
         Binding("r", "runs", "Runs", tooltip="every run in this run's folder; Enter opens one"),
         Binding("z", "zoom", "Zoom", tooltip="the whole run, the last hour, the last 10 minutes"),
-        Binding("t", "x_axis", "Time/steps", tooltip="the charts' x axis: clock time or step number"),
-        Binding("l", "log_scale", "Log loss", tooltip="a log scale for the loss"),
+        Binding("t", "x_axis", "Time/steps", show=False, tooltip="the charts' x axis: clock time or step number"),
+        Binding("l", "log_scale", "Log loss", show=False, tooltip="a log scale for the loss"),
         Binding("a", "clear_alerts", "Clear alerts", tooltip="take the red frames off the alerted charts"),
+        # The App's ctrl+q, out of this footer only: here it does what d does (RunNavigation.action_quit).
+        Binding("ctrl+q", "app.quit", "Quit", show=False, priority=True,
+                tooltip="leave the dashboard, as d does; the run keeps training"),
         *[Binding(str(i + 1), f"pane('{key}')", label, show=False,
                   tooltip="show that pane (small terminals show one pane at a time)")
           for i, (key, label) in enumerate(PANES)],
@@ -148,6 +152,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
 
     def on_resize(self) -> None:
         self._layout()
+        self._stats_dirty = True  # the status line picks its fields for the new width at the next tick
 
     def _layout(self) -> None:
         wide = self.size.width >= WIDE_MIN[0] and self.size.height >= WIDE_MIN[1]

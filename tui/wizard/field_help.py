@@ -18,7 +18,7 @@ from textual.widgets import Checkbox, Input, Label, RadioButton, RadioSet, Selec
 from zerotui.core.errors import PlanError
 from zerotui.core.plan.schema import field_help
 from zerotui.tui.common.tui_words import in_tui_words
-from zerotui.tui.wizard.state import parse_field
+from zerotui.tui.wizard.state import SIZE_FIELDS, parse_field
 
 CONTROL_PREFIX = "f-"
 
@@ -43,6 +43,22 @@ def text_of(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def size_text(n: int) -> str:
+    """Bytes as the largest binary unit that holds them exactly (``24GiB``, ``1536MiB``), so the text
+    parses back to the same number; a size in no whole unit stays in bytes."""
+    for unit, factor in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= factor and n % factor == 0:
+            return f"{n // factor}{unit}"
+    return str(n)
+
+
+def field_text(field: str, value: Any) -> str:
+    """``text_of`` for a given field: a size field shows its bytes as a size people type."""
+    if field in SIZE_FIELDS and isinstance(value, int) and not isinstance(value, bool):
+        return size_text(value)
+    return text_of(value)
 
 
 def _means(field: str, text: str, value: Any) -> bool:
@@ -137,7 +153,7 @@ class FieldRow(Vertical):
         """Put a Plan value into the control without posting a change (no feedback loop)."""
         c = self.control
         if isinstance(c, Input):
-            text = text_of(value)
+            text = field_text(self.field, value)
             if c.value != text and not _means(self.field, c.value, value):
                 with c.prevent(Input.Changed):
                     c.value = text

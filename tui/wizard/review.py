@@ -34,9 +34,12 @@ class ReviewScreen(StepScreen):
     FOOTER_KEEP = ("launch", "export", "save_preset", "app.previous_step", "app.fit")
     BINDINGS = [
         Binding("l", "launch", "Launch", tooltip="start the run and open its dashboard"),
-        Binding("s", "save_preset", "Save preset", tooltip="save this plan under a name"),
+        Binding("s", "save_preset", "Save", tooltip="save this plan as a named preset"),
         Binding("e", "export", "Export", tooltip="write ds_config.json and launch.sh for the plain deepspeed CLI"),
         Binding("w", "sweep", "Sweep", tooltip="search learning rate and accumulation with Optuna: short runs"),
+        # Out of the footer here so the review's actions fit 80 columns: the budget's title names b.
+        Binding("b", "app.toggle_breakdown", "Breakdown", show=False,
+                tooltip="show or hide what the memory is made of (or click the budget)"),
         Binding("c", "copy_config", "Copy config", show=False, tooltip="copy ds_config.json to the clipboard"),
         Binding("y", "copy_command", "Copy command", show=False,
                 tooltip="copy the exact launch command to the clipboard"),

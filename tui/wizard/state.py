@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from zerotui.core.errors import PlanError
 from zerotui.core.plan.schema import Plan, plan_from_dict
+from zerotui.core.sizes import parse_size
 
 #: The wizard's steps, in accelerate's questionnaire order (model → data/method → precision → ZeRO).
 STEPS: tuple[tuple[str, str], ...] = (
@@ -25,6 +26,8 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("zero", "ZeRO & offload"),
     ("review", "Review"),
 )
+#: Byte-size fields, typed as people write sizes (24GiB) and read by the parser the CLI's options use.
+SIZE_FIELDS = frozenset({"gpu_mem_cap"})
 
 
 def _unwrap_optional(tp: Any) -> tuple[Any, bool]:
@@ -49,6 +52,8 @@ def parse_field(name: str, value: Any) -> Any:
     if text == "" and optional:
         return None
     label = info.alias or name
+    if name in SIZE_FIELDS:
+        return parse_size(text, label)
     if tp is bool:
         return text.lower() in ("1", "true", "yes", "on")
     if tp is int:

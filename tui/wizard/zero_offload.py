@@ -16,7 +16,7 @@ from zerotui.core.run.launcher import gpu_choice_problem
 from zerotui.tui.messages import WriteSpeedMeasured
 from zerotui.tui.wizard.step import StepScreen
 from zerotui.tui.wizard.budget_bar import format_bytes
-from zerotui.tui.wizard.field_help import Tick, Choice, FieldRow, choice_set, control_id, text_of
+from zerotui.tui.wizard.field_help import Tick, Choice, FieldRow, choice_set, control_id, field_text, text_of
 from zerotui.tui.common.path_picker import PathPickerScreen
 from zerotui.tui.common.ordered_input import OrderedInput
 
@@ -43,6 +43,10 @@ OFFLOAD = {
 #: (Rajbhandari et al. 2021) were measured with drives writing several GB/s.
 SLOW_DISK_BYTES_PER_S = 1e9
 
+
+#: The Plan's own description speaks of the CLI; here, what the field does to this screen and the run.
+GPU_MEM_CAP_HELP = ("Caps every rank's GPU allocator at this size (24GiB, 20G, 80GB); the budget bar and Fit "
+                    "use it as the GPU's capacity. Empty: the whole GPU.")
 
 #: With no GPU, "none" keeps the states in the training process's own RAM: "on the GPU" would be false.
 NO_GPU_NONE = "none: in the training process's RAM"
@@ -126,6 +130,10 @@ class ZeroOffloadScreen(StepScreen):
                                         placeholder="empty: the first N; or indices, e.g. 0,2"),
                        title="Which GPUs")
         yield Static("", id="gpu-note", classes="derived", markup=False)
+        yield FieldRow("gpu_mem_cap", OrderedInput(field_text("gpu_mem_cap", s.value("gpu_mem_cap")),
+                                                   id=control_id("gpu_mem_cap"),
+                                                   placeholder="empty: the whole GPU; or a size, e.g. 24GiB"),
+                       title="GPU memory cap", help=GPU_MEM_CAP_HELP)
 
     def on_mount(self) -> None:
         super().on_mount()
