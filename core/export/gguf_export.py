@@ -22,8 +22,8 @@ SUPPORTED = ("llama",)
 FILE = "model.gguf"
 
 
-def check_supported(config: Any) -> None:
-    arch = getattr(config, "model_type", "?")
+def check_supported(arch: str) -> None:
+    """Refuse, before any work, an architecture this writer has no tensor layout for."""
     if arch not in SUPPORTED:
         raise RunError(f"GGUF export supports the Llama architecture; this run's model is {arch!r}",
                        "use --format safetensors (or bnb-4bit), then llama.cpp's convert_hf_to_gguf.py")
@@ -101,7 +101,7 @@ def write_gguf(merged: Path, out: Path, config: Any, dtype: str) -> Path:
     from safetensors import safe_open
     from zerotui.core.export.shards import shard_files
 
-    check_supported(config)
+    check_supported(config.model_type)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
     qtype = _types(dtype)[0]
     heads, kv = config.num_attention_heads, config.num_key_value_heads or config.num_attention_heads

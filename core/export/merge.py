@@ -79,7 +79,6 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
     has one, else the newest complete checkpoint. ``force`` skips the RAM check (not the disk check).
     """
     from transformers.utils import logging as hf_logging
-    from zerotui.core.model.load import load_config
     from zerotui.core.model.spec import spec_for_plan
     from zerotui.core.plan.schema import load_plan
     from zerotui.core.run.folder import require_intact
@@ -103,15 +102,16 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
                        "or `zerotui resume` it")
+    spec = spec_for_plan(plan)  # the model's shape from its config alone: nothing is loaded yet
     if fmt == "gguf":
         from zerotui.core.export.gguf_export import check_supported
 
-        check_supported(load_config(plan))  # before hours of merging, not after
+        check_supported(spec.arch)  # before hours of merging, not after
     if plan.uses_adapters():
         kind = "qlora" if plan.method == "qlora" else "lora"
     else:
         kind = "final" if use_final else "zero"
-    need = estimate_need(spec_for_plan(plan).params_total, dtype, max_shard_size, kind, plan.stage, fmt)
+    need = estimate_need(spec.params_total, dtype, max_shard_size, kind, plan.stage, fmt)
     room = check_room(need, out, force)
     # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
     loaded = None if use_final else load_checkpoint(run_paths, checkpoint, lazy=True)

@@ -69,7 +69,7 @@ def merged_lora(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str
         assert loaded is not None
         state, info = loaded.state, loaded.info
         wanted = {k for k in model.state_dict() if "lora_" in k}
-        got = {k: v for k, v in state.items() if k in wanted}
+        got = {k: v.contiguous() for k, v in state.items() if k in wanted}  # lazy: gather only these
         if not got or len(got) != len(wanted):
             raise RunError(f"checkpoint {info.path} holds {len(got)} of the {len(wanted)} LoRA weights "  # type: ignore[union-attr]
                            "this plan's adapters need", "it was written with other lora_targets or lora_r")

@@ -5,7 +5,7 @@ refusal up front, so the bytes each step needs are estimated from the plan's mod
 read) and compared with what psutil says is available and what the output folder's disk has free.
 
 What each kind of work holds at its peak (P weights, b bytes per weight in the output dtype, S one
-shard, all measured on the tiny model and by benchmarks/merge_rss.py):
+shard), from how each step loads and writes; benchmarks/merge_rss.py measures the LoRA case:
 
 - LoRA merge: the base in the output dtype (loaded shard by shard from memory-mapped safetensors),
   the adapters folded in place, then one shard serialised: P*b + S.

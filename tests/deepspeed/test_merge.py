@@ -104,8 +104,12 @@ def test_merge_refuses_a_non_empty_folder_and_a_run_without_weights(tmp_path, fu
 def test_merge_cli(tmp_path, full_run, zerotui_cli):
     r = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"), "--checkpoint", "5", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["output"] == str(tmp_path / "m")  # stdout is only the JSON
-    assert (tmp_path / "m" / "model.safetensors").exists()
+    result = json.loads(r.stdout)  # stdout is only the JSON
+    assert result["output"] == str(tmp_path / "m") and result["dtype"] == "bf16" and result["source"] == "step5"
+    assert result["verification"]["match"] and result["room"]["ram_check"] == "ok"
+    assert result["files"]["model.safetensors"] == (tmp_path / "m" / "model.safetensors").stat().st_size
+    bad = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "b"), "--max-shard-size", "lots")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--max-shard-size" in bad.stderr
     again = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not empty" in again.stderr
 
@@ -159,7 +163,7 @@ def test_lora_merges_in_bf16_by_default_with_the_adapted_logits(tmp_path, lora_r
     assert len(shards) >= 2 and (result.out / "model.safetensors.index.json").exists()
     for shard in shards:
         with safe_open(str(shard), framework="pt") as fh:
-            assert {str(fh.get_slice(k).get_dtype()) for k in fh.keys()}  # noqa: SIM118 == {"BF16"}
+            assert {str(fh.get_slice(k).get_dtype()) for k in fh.keys()} == {"BF16"}  # noqa: SIM118
     assert result.dtype == "bf16" and result.verification["match"]
     adapted = PeftModel.from_pretrained(load(materialise(42), torch.bfloat16), str(lora_run.final)).eval()
     merged = load(result.out)
