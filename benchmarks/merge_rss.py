@@ -11,6 +11,7 @@ every 50 ms and reading its ``ru_maxrss`` when it ends. Prints one JSON object (
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -98,14 +99,16 @@ def main() -> int:
     ap.add_argument("--work", type=Path, required=True, help="folder for the model, adapter and output")
     ap.add_argument("--max-shard-size", default="2GB")
     args = ap.parse_args()
-    import peft
-    import psutil
-    import torch
-    import transformers
+    # DeepSpeed (imported by peft) logs to stdout when first imported; stdout is for the one JSON object.
+    with contextlib.redirect_stdout(sys.stderr):
+        import peft
+        import psutil
+        import torch
+        import transformers
 
-    t0 = time.perf_counter()
-    run = build(args.work, args.shape, args.dtype)
-    build_s = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        run = build(args.work, args.shape, args.dtype)
+        build_s = time.perf_counter() - t0
     out = args.work / "merged"
     shutil.rmtree(out, ignore_errors=True)
     cmd = [sys.executable, "-m", "zerotui.cli.main", "merge", str(run), "-o", str(out), "--dtype", args.dtype,

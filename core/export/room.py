@@ -34,7 +34,8 @@ FOUR_BIT_FRACTION = 0.5
 class Need:
     ram: int
     disk: int
-    what: str  # "a bf16 LoRA merge of 6.7e9 weights", for the refusal line
+    what: str  # "a bf16 lora merge of 6.74e9 weights as safetensors", for the refusal line
+    dtype: str = "bf16"
 
 
 def estimate_need(params: int, dtype: str, shard: int, kind: str, stage: int = 3,
@@ -55,7 +56,7 @@ def estimate_need(params: int, dtype: str, shard: int, kind: str, stage: int = 3
         disk = size + int(size * FOUR_BIT_FRACTION)  # the staged 16-bit folder, then the 4-bit one
     elif fmt == "gguf":
         disk = 2 * size
-    return Need(ram, disk, f"a {dtype} {kind} merge of {params / 1e9:.2f}e9 weights as {fmt}")
+    return Need(ram, disk, f"a {dtype} {kind} merge of {params / 1e9:.2f}e9 weights as {fmt}", dtype)
 
 
 def available_ram() -> int:
@@ -80,11 +81,12 @@ def check_room(need: Need, out: Path, force: bool = False) -> dict:
     if need.ram > ram and not force:
         raise HardwareError(
             f"{need.what} needs about {format_bytes(need.ram)} of RAM; {format_bytes(ram)} is available",
-            "free memory, pick a smaller --dtype (bf16/fp16 halve fp32), or --force to try anyway")
+            ("--dtype bf16 halves it, " if need.dtype == "fp32" else "free memory or use a machine with more RAM, ")
+            + "or --force to try anyway (swap may cover it)")
     if need.disk > disk:
         raise HardwareError(
             f"{need.what} needs about {format_bytes(need.disk)} of disk at {out.parent}; "
             f"{format_bytes(disk)} is free there",
-            "give -o a folder on a disk with more room, or a smaller --dtype")
+            "give -o a folder on a disk with more room" + (", or --dtype bf16 (half)" if need.dtype == "fp32" else ""))
     return {"ram_needed": need.ram, "ram_available": ram, "disk_needed": need.disk, "disk_free": disk,
             "ram_check": "skipped (--force)" if force and need.ram > ram else "ok"}

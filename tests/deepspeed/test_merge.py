@@ -223,7 +223,7 @@ def test_room_check_refuses_a_merge_bigger_than_ram_or_disk(tmp_path):
     assert available_ram() < 140e9 and free_disk(tmp_path) < 282e9, "this machine has room for a 70B merge"
     with pytest.raises(HardwareError) as err:
         merge_run(run, tmp_path / "out")
-    assert "of RAM" in err.value.message and "--dtype" in err.value.hint
+    assert "of RAM" in err.value.message and "--force" in err.value.hint
     with pytest.raises(HardwareError) as err:
         merge_run(run, tmp_path / "out", dtype="fp32", force=True)
     assert "of disk" in err.value.message and "-o" in err.value.hint

@@ -36,11 +36,15 @@ def test_exports_count_the_staged_merged_folder_on_disk():
 
 
 def test_a_need_past_this_machines_ram_is_refused_unless_forced(tmp_path):
-    need = Need(ram=available_ram() + 50 * GB, disk=1, what="a test merge")
+    need = Need(ram=available_ram() + 50 * GB, disk=1, what="a test merge", dtype="fp32")
     with pytest.raises(HardwareError) as err:
         check_room(need, tmp_path / "out")
     line = err.value.one_line()
-    assert "needs about" in line and "of RAM" in line and "available" in line and "--dtype" in line
+    assert "needs about" in line and "of RAM" in line and "available" in line and "--dtype bf16" in line
+    need.dtype = "bf16"  # already 16-bit: a smaller dtype is not what would work
+    with pytest.raises(HardwareError, match="more RAM") as err:
+        check_room(need, tmp_path / "out")
+    assert "--dtype" not in err.value.hint
     assert check_room(need, tmp_path / "out", force=True)["ram_check"] == "skipped (--force)"
 
 
