@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from zerotui.core.errors import HardwareError
+from zerotui.core.errors import HardwareError, StorageError
 from zerotui.core.sizes import format_bytes
 
 DTYPE_BYTES = {"bf16": 2, "fp16": 2, "fp32": 4}
@@ -74,7 +74,8 @@ def free_disk(folder: Path) -> int:
 
 
 def check_room(need: Need, out: Path, force: bool = False) -> dict:
-    """Refuse (HardwareError) when ``need`` exceeds the RAM available or the free disk at ``out``;
+    """Refuse when ``need`` exceeds the RAM available (HardwareError) or the free disk at ``out``
+    (StorageError);
     ``force`` skips the RAM check only (swap, or memory another process is about to free, may cover
     it), never the disk one: a disk that fills leaves nothing usable. Returns what was compared."""
     ram, disk = available_ram(), free_disk(out.parent)
@@ -83,8 +84,8 @@ def check_room(need: Need, out: Path, force: bool = False) -> dict:
             f"{need.what} needs about {format_bytes(need.ram)} of RAM; {format_bytes(ram)} is available",
             ("--dtype bf16 halves it, " if need.dtype == "fp32" else "free memory or use a machine with more RAM, ")
             + "or --force to try anyway (swap may cover it)")
-    if need.disk > disk:
-        raise HardwareError(
+    if need.disk > disk:  # the disk's state, not the input: exit 1 like any full disk (docs/command_line.md)
+        raise StorageError(
             f"{need.what} needs about {format_bytes(need.disk)} of disk at {out.parent}; "
             f"{format_bytes(disk)} is free there",
             "give -o a folder on a disk with more room" + (", or --dtype bf16 (half)" if need.dtype == "fp32" else ""))

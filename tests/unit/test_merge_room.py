@@ -1,7 +1,7 @@
 """The RAM / disk check of `zerotui merge`: what each kind of merge needs, and refusals that name the
 need, what is there, and what would work."""
 import pytest
-from zerotui.core.errors import HardwareError
+from zerotui.core.errors import HardwareError, StorageError
 from zerotui.core.export.room import (
     Need,
     available_ram,
@@ -50,7 +50,7 @@ def test_a_need_past_this_machines_ram_is_refused_unless_forced(tmp_path):
 
 def test_a_need_past_the_output_disk_is_refused_even_forced(tmp_path):
     need = Need(ram=1, disk=free_disk(tmp_path) + 50 * GB, what="a test merge")
-    with pytest.raises(HardwareError) as err:
+    with pytest.raises(StorageError) as err:
         check_room(need, tmp_path / "new" / "out", force=True)
     assert "of disk at" in err.value.message and "-o" in err.value.hint
     assert not (tmp_path / "new").exists()
