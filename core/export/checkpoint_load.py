@@ -16,8 +16,9 @@ from __future__ import annotations
 import contextlib
 import pickle
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Optional
+from typing import Any
 
 from zerotui.core.errors import RunError
 from zerotui.core.train.checkpoint import CheckpointInfo, list_checkpoints
@@ -58,30 +59,39 @@ def weights_only_loads() -> Iterator[None]:
             torch.load = original
 
 
-def consolidated_state_dict(info: CheckpointInfo) -> dict[str, Any]:
+def consolidated_state_dict(info: CheckpointInfo, lazy: bool = False) -> dict[str, Any]:
     """The weights of one checkpoint as a plain ``{name: tensor}`` dict on CPU.
 
     ZeRO stages 1-3 (and stage 0's bf16 optimizer, which also keeps partitioned fp32 masters): the fp32
     master weights through DeepSpeed's zero_to_fp32 logic. Otherwise (stage 0 fp32/fp16) the module
     weights stored in the model-states file. Raises whatever the files' reading raises.
+
+    ``lazy``: nothing is materialised — ZeRO weights come as DeepSpeed's lazy-mode ``GatheredTensor``
+    (``.contiguous()`` gathers one), the model-states file's as memory-mapped tensors in their stored
+    dtype — so a writer can go one shard at a time (core/export/shards.py).
     """
     import torch
 
     with weights_only_loads():
         if any(info.path.glob(ZERO_STATE_GLOB)):
-            from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
+            from deepspeed.utils.zero_to_fp32 import (
+                get_fp32_state_dict_from_zero_checkpoint,
+            )
 
             try:
                 # zero_to_fp32 reports progress with print(): keep stdout for the command's own output.
                 with contextlib.redirect_stdout(sys.stderr):
-                    return get_fp32_state_dict_from_zero_checkpoint(str(info.path.parent), tag=info.tag)
+                    return get_fp32_state_dict_from_zero_checkpoint(str(info.path.parent), tag=info.tag,
+                                                                    lazy_mode=lazy)
             except ValueError as err:
                 if "is not a zero checkpoint" not in str(err):
                     raise
         model_file = info.path / MODEL_STATES
         if not model_file.is_file():
             raise FileNotFoundError(f"no {MODEL_STATES}")
-        state = torch.load(model_file, map_location="cpu", weights_only=True)
+        state = torch.load(model_file, map_location="cpu", weights_only=True, mmap=lazy)
+    if lazy:
+        return dict(state["module"])
     return {k: v.float() for k, v in state["module"].items()}
 
 
@@ -100,9 +110,10 @@ def _why(err: BaseException) -> str:
     return f"it cannot be read ({text})"
 
 
-def load_checkpoint(paths: Any, tag: Optional[str]) -> Optional[Loaded]:
+def load_checkpoint(paths: Any, tag: str | None, lazy: bool = False) -> Loaded | None:
     """The weights of checkpoint ``tag`` (a tag, a step number; None / "latest": the newest complete one
-    that reads, skipping damaged ones). None when there is no complete checkpoint at all."""
+    that reads, skipping damaged ones). None when there is no complete checkpoint at all. ``lazy``: see
+    ``consolidated_state_dict`` (the files are still opened and parsed, so damage shows up here)."""
     every = list_checkpoints(paths.checkpoints)
     if tag not in (None, "latest"):
         match = [c for c in every if c.tag == tag or str(c.step) == tag]
@@ -113,14 +124,14 @@ def load_checkpoint(paths: Any, tag: Optional[str]) -> Optional[Loaded]:
             raise RunError(f"checkpoint {match[0].tag} of {paths.name} is incomplete (torn while being written)",
                            "pick another with --checkpoint, or leave it out for the newest complete one")
         try:
-            return Loaded(match[0], consolidated_state_dict(match[0]))
+            return Loaded(match[0], consolidated_state_dict(match[0], lazy))
         except Exception as err:  # noqa: BLE001 - any failure to read a file is the checkpoint's damage
             raise RunError(f"checkpoint {match[0].tag} of {paths.name} is damaged: {_why(err)}",
                            "leave out --checkpoint for the newest one that reads, or pick another") from None
     skipped: list[str] = []
     for info in reversed([c for c in every if c.complete]):
         try:
-            return Loaded(info, consolidated_state_dict(info), skipped)
+            return Loaded(info, consolidated_state_dict(info, lazy), skipped)
         except Exception as err:  # noqa: BLE001 - damaged: try the previous complete one
             skipped.append(f"{info.tag}: {_why(err)}")
     if skipped:

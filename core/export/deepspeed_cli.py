@@ -10,14 +10,18 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 from zerotui.core.atomic import user_mode
 from zerotui.core.errors import ModelError, RunError
 from zerotui.core.export.staged_write import write_files
 from zerotui.core.model.spec import spec_for_plan
 from zerotui.core.plan.schema import Plan
-from zerotui.core.run.launcher import NO_MULTICAST_ENV, SUPERVISOR_MODULE, deepspeed_args, deepspeed_env_lines
+from zerotui.core.run.launcher import (
+    NO_MULTICAST_ENV,
+    SUPERVISOR_MODULE,
+    deepspeed_args,
+    deepspeed_env_lines,
+)
 from zerotui.core.run.prepare import DS_CONFIG, PLAN, launch_files
 from zerotui.core.train.distributed import DEFAULT_TIMEOUT_MINUTES
 
@@ -30,7 +34,9 @@ def _detected_gpus(plan) -> tuple[int, str]:
     """GPUs to size the world with, and a note saying where the number came from."""
     if plan.gpu_ids is not None or plan.gpus is not None:
         return 0, ""
-    from zerotui.core.hardware.detect import detect  # NVML: only when the plan does not say
+    from zerotui.core.hardware.detect import (
+        detect,  # NVML: only when the plan does not say
+    )
 
     n = detect(probe_disks=False).gpu_count
     return n, f"sized for the {n} GPU(s) detected here (use --gpus N for another machine)"
@@ -126,7 +132,7 @@ class ExportResult:
 
 
 def export_plan(plan: Plan, out: Path, source: str, force: bool = False,
-                detected_gpus: Optional[int] = None) -> ExportResult:
+                detected_gpus: int | None = None) -> ExportResult:
     """Write the three files (all or none). ``detected_gpus`` sizes the world when the plan does not say;
     None detects this machine's GPUs."""
     out = Path(out).expanduser().resolve()

@@ -1,17 +1,14 @@
-"""``zerotui merge RUN -o DIR``: a run's result as a plain Hugging Face model folder.
+"""``zerotui merge RUN -o DIR``: a run's result as a Hugging Face folder, a 4-bit folder or a GGUF file.
 
-- LoRA runs: the adapter (from ``final/``, or the trainable weights of a checkpoint) is merged into the
-  base model with PEFT's ``merge_and_unload``, in the run's precision, then saved in the chosen dtype.
-- QLoRA runs: the same, into the base as the adapter saw it during training — quantised with the run's
-  settings, then dequantised (transformers' ``dequantize``) — so the merged model computes what the
-  adapter model computed, not what the original 16-bit weights would.
-- Full fine-tunes: ``final/`` re-saved, or a checkpoint's ZeRO shards consolidated into one state dict
-  with DeepSpeed's ``get_fp32_state_dict_from_zero_checkpoint`` (the zero_to_fp32 logic) — the fp32
-  master weights, so a stopped run is usable without its GPUs.
+- LoRA / QLoRA runs: the adapter merged into the base in the output dtype (core/export/merge_lora.py).
+- Full fine-tunes: ``final/`` re-saved, or a checkpoint's ZeRO shards consolidated with DeepSpeed's lazy
+  zero_to_fp32 mode straight into sharded safetensors (core/export/shards.py), one shard in RAM.
+- ``--format bnb-4bit`` / ``gguf``: written from that merged folder, staged on the output disk.
 
-The output appears whole or not at all (written to a temporary sibling, then renamed) and an existing
-non-empty folder is never overwritten. The dtype defaults to the run's training precision: the
-16-bit weights saved that way are exactly the ones the engine computed with.
+Before anything is read, the RAM and disk it needs are checked (core/export/room.py). Every export is
+loaded back and compared with the model written (core/export/verify.py) before it is handed over. The
+output appears whole or not at all (built in a temporary sibling, then renamed), honours the umask, and
+an existing non-empty folder is never overwritten. The dtype defaults to the run's training precision.
 """
 from __future__ import annotations
 
@@ -20,14 +17,38 @@ import os
 import shutil
 import tempfile
 import time
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from zerotui.core.atomic import honour_umask
 from zerotui.core.errors import RunError
-from zerotui.core.export.checkpoint_load import Loaded, load_checkpoint
+from zerotui.core.export import verify
+from zerotui.core.export.checkpoint_load import load_checkpoint
+from zerotui.core.export.merge_full import save_model, write_full
+from zerotui.core.export.merge_lora import merged_lora, torch_dtype_of
+from zerotui.core.export.room import check_room, estimate_need
 
 DTYPES = ("bf16", "fp16", "fp32")
+FORMATS = ("safetensors", "bnb-4bit", "gguf")
+DEFAULT_SHARD = 5 * 10**9  # Hugging Face's customary 5 GB shards
+
+
+@dataclass
+class MergeResult:
+    out: Path
+    format: str
+    dtype: str
+    source: str
+    files: dict[str, int] = field(default_factory=dict)  # name -> bytes
+    verification: dict = field(default_factory=dict)
+    room: dict = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        d["total_bytes"] = sum(self.files.values())
+        return d
 
 
 def _check_out(out_dir: Path) -> None:
@@ -43,54 +64,85 @@ def _check_out(out_dir: Path) -> None:
         raise RunError(f"cannot write in {parent}", "choose a folder you can write to")
 
 
-def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = None,
-              dtype: Optional[str] = None, notes: Optional[list[str]] = None) -> Path:
-    """Write the merged / consolidated model of ``run_paths`` to ``out_dir``; returns ``out_dir``.
+def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = None,
+              dtype: str | None = None, notes: list[str] | None = None, **options: Any) -> Path:
+    """``export_run`` returning only the output folder."""
+    return export_run(run_paths, out_dir, checkpoint, dtype, notes, **options).out
+
+
+def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = None,
+               dtype: str | None = None, notes: list[str] | None = None, fmt: str = "safetensors",
+               max_shard_size: int = DEFAULT_SHARD, force: bool = False) -> MergeResult:
+    """Write the merged / consolidated model of ``run_paths`` to ``out_dir`` as ``fmt``.
 
     ``checkpoint``: a tag (``step120``), a step number or ``latest``; by default ``final/`` when the run
-    has one, else the newest complete checkpoint.
+    has one, else the newest complete checkpoint. ``force`` skips the RAM check (not the disk check).
     """
     from transformers.utils import logging as hf_logging
-
+    from zerotui.core.model.spec import spec_for_plan
     from zerotui.core.plan.schema import load_plan
+    from zerotui.core.run.folder import require_intact
+    from zerotui.core.train.checkpoint import list_checkpoints
 
     hf_logging.disable_progress_bar()
     out = Path(out_dir).expanduser().resolve()
     _check_out(out)
     if not os.path.lexists(run_paths.plan):
         raise RunError(f"{run_paths.root} has no plan.yaml: not a zerotui run folder", "`zerotui runs` lists the runs")
-    from zerotui.core.run.folder import require_intact
-
     require_intact(run_paths, "merge")
     plan = load_plan(run_paths.plan, follow=False)
     dtype = dtype or plan.precision
     if dtype not in DTYPES:
         raise RunError(f"unknown dtype {dtype!r}", f"use one of: {', '.join(DTYPES)}")
+    if fmt not in FORMATS:
+        raise RunError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
     final = run_paths.final
-    has_final = (final / "config.json").exists() or (final / "adapter_config.json").exists()
-    use_final = checkpoint is None and has_final
-    # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
-    loaded = None if use_final else load_checkpoint(run_paths, checkpoint)
-    info = loaded.info if loaded is not None else None
-    if loaded is not None and notes is not None:
-        notes += [f"skipped checkpoint {s}" for s in loaded.skipped]
-    if not use_final and info is None:
+    use_final = checkpoint is None and ((final / "config.json").exists() or (final / "adapter_config.json").exists())
+    if not use_final and checkpoint in (None, "latest") and not any(c.complete for c in list_checkpoints(run_paths.checkpoints)):
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
                        "or `zerotui resume` it")
+    spec = spec_for_plan(plan)  # the model's shape from its config alone: nothing is loaded yet
+    if fmt == "gguf":
+        from zerotui.core.export.gguf_export import check_supported
+
+        check_supported(spec.arch)  # before hours of merging, not after
+    if plan.uses_adapters():
+        kind = "qlora" if plan.method == "qlora" else "lora"
+    else:
+        kind = "final" if use_final else "zero"
+    need = estimate_need(spec.params_total, dtype, max_shard_size, kind, plan.stage, fmt)
+    room = check_room(need, out, force)
+    # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
+    loaded = None if use_final else load_checkpoint(run_paths, checkpoint, lazy=True)
+    if loaded is not None and notes is not None:
+        notes += [f"skipped checkpoint {s}" for s in loaded.skipped]
+    source = "final" if use_final else loaded.info.tag  # type: ignore[union-attr]
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staged = tmp if fmt == "safetensors" else Path(tempfile.mkdtemp(prefix=f".{out.name}.merged-", dir=out.parent))
     try:
         if plan.uses_adapters():
-            model = _merged_lora(plan, final if use_final else None, loaded, dtype)
+            reference = save_model(merged_lora(plan, final if use_final else None, loaded, dtype),
+                                    staged, dtype, max_shard_size)
         else:
-            model = _full_model(plan, final if use_final else None, loaded)
-        model.to(_torch_dtype(dtype))
-        model.config.use_cache = True  # the merged model is for inference
-        model.save_pretrained(str(tmp), safe_serialization=True)
-        _tokenizer(plan, final).save_pretrained(str(tmp))
+            reference = write_full(plan, final if use_final else None, loaded, dtype, staged, max_shard_size)
+        loaded = None  # drops the memory-mapped checkpoint before anything loads back
+        _tokenizer(plan, final).save_pretrained(str(staged))
+        result = MergeResult(out, fmt, dtype, source, room=room)
+        result.verification, loaded_logits = _verify_folder(staged, dtype, reference)
+        reference = loaded_logits if reference is None else reference
+        if fmt == "bnb-4bit":
+            from zerotui.core.export.quantised import write_4bit
+
+            result.verification = {"merged": result.verification,
+                                   "bnb-4bit": write_4bit(staged, tmp, torch_dtype_of(dtype), reference,
+                                                          verify.TOLERANCE[dtype])}
+            _tokenizer(plan, final).save_pretrained(str(tmp))
+        elif fmt == "gguf":
+            result.verification = {"merged": result.verification, "gguf": _gguf(plan, staged, tmp, dtype, reference)}
         (tmp / "zerotui.json").write_text(json.dumps({
-            "merged_from": str(run_paths.root), "source": "final" if use_final else info.tag,  # type: ignore[union-attr]
-            "method": plan.method, "base_model": plan.model, "dtype": dtype, "time": time.time()}, indent=2))
+            "merged_from": str(run_paths.root), "source": source, "method": plan.method, "format": fmt,
+            "base_model": plan.model, "dtype": dtype, "time": time.time()}, indent=2))
         honour_umask(tmp)  # mkdtemp made it 0700; the merged model gets what the umask says
         if out.exists():
             out.rmdir()  # empty (checked above)
@@ -98,13 +150,58 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: Optional[str] = N
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return out
+    finally:
+        if staged != tmp:
+            shutil.rmtree(staged, ignore_errors=True)
+    result.files = {p.name: p.stat().st_size for p in sorted(out.iterdir()) if p.is_file()}
+    return result
 
 
-def _torch_dtype(name: str) -> Any:
-    import torch
+def _verify_folder(folder: Path, dtype: str, reference: Any | None) -> tuple[dict, Any]:
+    """The written folder's verdict, and its probe logits (what the 4-bit / GGUF files must compute)."""
+    import gc
 
-    return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+    from zerotui.core.export.shards import saved_dtypes
+
+    gc.collect()  # the merged model is gone before its copy loads
+    kinds = saved_dtypes(folder)
+    want = {"bf16": "BF16", "fp16": "F16", "fp32": "F32"}[dtype]  # safetensors' header names
+    model = verify.load_folder(folder, torch_dtype_of(dtype))
+    logits = verify.probe_logits(model)
+    del model
+    verdict = verify.compare(logits, reference, verify.TOLERANCE[dtype])
+    verdict["tensor_dtypes"] = kinds
+    if any(k != want and k in ("F64", "F32", "F16", "BF16") for k in kinds):
+        verdict.update(match=False, reason=f"floating tensors other than {want}: {kinds}")
+    return verify.check("safetensors", verdict), logits
+
+
+def _gguf(plan: Any, staged: Path, out: Path, dtype: str, reference: Any | None) -> dict:
+    from zerotui.core.export.gguf_export import FILE, read_back, write_gguf
+    from zerotui.core.model.load import load_config
+
+    config = load_config(plan)
+    path = write_gguf(staged, out, config, dtype)
+    tensors = read_back(path)
+    verdict: dict = {"tensors": len(tensors)}
+    expected = sum(1 for _ in _safetensors_names(staged))
+    if len(tensors) != expected:
+        verdict.update(match=False, reason=f"{len(tensors)} tensors read back, {expected} written")
+        return verify.check("GGUF", verdict)
+    # transformers reads GGUF Llama files (dequantised into torch): the same logits, or it is wrong
+    model = verify.load_folder(out, torch_dtype_of(dtype), gguf_file=FILE)
+    verdict.update(verify.compare(verify.probe_logits(model), reference, verify.TOLERANCE[dtype]))
+    del model
+    return verify.check("GGUF", verdict)
+
+
+def _safetensors_names(folder: Path) -> Any:
+    from safetensors import safe_open
+    from zerotui.core.export.shards import shard_files
+
+    for path in shard_files(folder):
+        with safe_open(str(path), framework="pt") as fh:
+            yield from fh.keys()
 
 
 def _tokenizer(plan: Any, final: Path) -> Any:
@@ -115,96 +212,3 @@ def _tokenizer(plan: Any, final: Path) -> Any:
     from zerotui.core.model.load import load_tokenizer
 
     return load_tokenizer(plan)
-
-
-def _empty_model(plan: Any) -> Any:
-    """The architecture without weights (meta device): filled from a consolidated state dict."""
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    from zerotui.core.model.load import load_config
-
-    config = load_config(plan)
-    with torch.device("meta"):
-        return AutoModelForCausalLM.from_config(config, dtype=torch.float32,
-                                                trust_remote_code=plan.trust_remote_code)
-
-
-def _full_model(plan: Any, final: Optional[Path], loaded: Optional[Loaded]) -> Any:
-    import torch
-    from transformers import AutoModelForCausalLM
-
-    if final is not None:
-        return AutoModelForCausalLM.from_pretrained(str(final), dtype=torch.float32)
-    assert loaded is not None
-    state, info = loaded.state, loaded.info
-    model = _empty_model(plan)
-    missing, unexpected = model.load_state_dict(state, strict=False, assign=True)
-    missing = [k for k in missing if k not in _tied_names(model)]
-    if missing:
-        raise RunError(f"checkpoint {info.path} lacks {len(missing)} weights (first: {missing[0]})",  # type: ignore[union-attr]
-                       "it was saved by a LoRA run or another model; check the run's plan")
-    model.tie_weights()
-    return model
-
-
-def _tied_names(model: Any) -> set[str]:
-    tied = getattr(model, "_tied_weights_keys", None) or {}
-    return set(tied.keys() if isinstance(tied, dict) else tied)
-
-
-def _base_model(plan: Any, out_dtype: str) -> Any:
-    """The base to merge into, in ``out_dtype`` (the run's precision unless asked otherwise: a 70B base
-    in fp32 would need 280 GB of RAM). QLoRA's is quantised as in training (compute dtype: the run's
-    precision), dequantised, then cast."""
-    from transformers import AutoModelForCausalLM
-
-    from zerotui.core.model.load import _local_folder, load_config, torch_dtype
-    from zerotui.core.model.quantise import prepare_base, quantization_config
-
-    folder = _local_folder(plan)
-    source = str(folder) if folder is not None else plan.model
-    config = load_config(plan)
-    dtype = torch_dtype(plan.precision if plan.method == "qlora" else out_dtype)
-    quantization = quantization_config(plan, dtype)
-    extra: dict[str, Any] = {} if quantization is None else {"quantization_config": quantization,
-                                                             "device_map": _merge_device()}
-    try:
-        model = AutoModelForCausalLM.from_pretrained(source, config=config, dtype=dtype,
-                                                     trust_remote_code=plan.trust_remote_code, **extra)
-        if quantization is not None:
-            prepare_base(model)
-            model = model.dequantize()
-        return model.to(_torch_dtype(out_dtype))
-    except OSError as err:
-        raise RunError(f"the base model {plan.model} could not be loaded to merge into "
-                       f"({str(err).splitlines()[0][:160]})",
-                       "the base model must be available locally or from the hub") from None
-
-
-def _merge_device() -> Any:
-    """bitsandbytes quantises on a GPU when there is one, else on the CPU."""
-    import torch
-
-    return {"": 0} if torch.cuda.is_available() else {"": "cpu"}
-
-
-def _merged_lora(plan: Any, final: Optional[Path], loaded: Optional[Loaded], dtype: str) -> Any:
-    from peft import LoraConfig, PeftModel, get_peft_model
-
-    base = _base_model(plan, dtype)
-    if final is not None:
-        model = PeftModel.from_pretrained(base, str(final))
-    else:
-        cfg = LoraConfig(r=plan.lora_r, lora_alpha=plan.lora_alpha, lora_dropout=plan.lora_dropout,
-                         target_modules=list(plan.lora_targets), bias="none", task_type="CAUSAL_LM")
-        model = get_peft_model(base, cfg)
-        assert loaded is not None
-        state, info = loaded.state, loaded.info
-        wanted = {k for k in model.state_dict() if "lora_" in k}
-        got = {k: v for k, v in state.items() if k in wanted}
-        if not got or len(got) != len(wanted):
-            raise RunError(f"checkpoint {info.path} holds {len(got)} of the {len(wanted)} LoRA weights "  # type: ignore[union-attr]
-                           "this plan's adapters need", "it was written with other lora_targets or lora_r")
-        model.load_state_dict(got, strict=False)
-    return model.merge_and_unload().to("cpu")

@@ -7,7 +7,6 @@ import json
 
 import pytest
 import torch
-
 from engine_runs import events, make_run, run_engine
 from zerotui.core.errors import RunError
 from zerotui.core.export.merge import merge_run
@@ -70,7 +69,6 @@ def test_an_older_checkpoint_in_fp32_differs_from_the_end(tmp_path, full_run):
 
 def test_lora_merged_into_the_base_gives_the_adapted_logits(tmp_path, lora_run):
     from peft import PeftModel
-
     from zerotui.core.model.tiny import materialise
 
     out = merge_run(lora_run, tmp_path / "merged", dtype="fp32")
@@ -106,8 +104,12 @@ def test_merge_refuses_a_non_empty_folder_and_a_run_without_weights(tmp_path, fu
 def test_merge_cli(tmp_path, full_run, zerotui_cli):
     r = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"), "--checkpoint", "5", "--json")
     assert r.returncode == 0, r.stderr
-    assert json.loads(r.stdout)["output"] == str(tmp_path / "m")  # stdout is only the JSON
-    assert (tmp_path / "m" / "model.safetensors").exists()
+    result = json.loads(r.stdout)  # stdout is only the JSON
+    assert result["output"] == str(tmp_path / "m") and result["dtype"] == "bf16" and result["source"] == "step5"
+    assert result["verification"]["match"] and result["room"]["ram_check"] == "ok"
+    assert result["files"]["model.safetensors"] == (tmp_path / "m" / "model.safetensors").stat().st_size
+    bad = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "b"), "--max-shard-size", "lots")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--max-shard-size" in bad.stderr
     again = zerotui_cli("merge", str(full_run.root), "-o", str(tmp_path / "m"))
     assert again.returncode == 2 and again.stderr.count("\n") == 1 and "not empty" in again.stderr
 
@@ -124,10 +126,9 @@ def test_qlora_trains_a_4bit_base_and_merges_into_what_the_adapter_saw(tmp_path,
     """bitsandbytes trains 4-bit models on the CPU: the loss goes down, the base stays 4-bit, and the
     merged model (base quantised as in training, dequantised, adapter folded in) loads with
     from_pretrained and computes the adapter model's logits."""
+    from engine_runs import losses
     from peft import PeftModel
     from transformers import AutoModelForCausalLM
-
-    from engine_runs import losses
     from zerotui.core.model.quantise import prepare_base, quantization_config
     from zerotui.core.model.tiny import materialise
     from zerotui.core.plan.schema import load_plan
@@ -148,3 +149,90 @@ def test_qlora_trains_a_4bit_base_and_merges_into_what_the_adapter_saw(tmp_path,
     assert type(merged.model.layers[0].self_attn.q_proj).__name__ == "Linear"
     torch.testing.assert_close(logits(merged), logits(adapted), atol=1e-4, rtol=1e-4)
     assert not torch.allclose(logits(merged), logits(load(materialise(42), torch.float32)), atol=1e-3)
+
+
+def test_lora_merges_in_bf16_by_default_with_the_adapted_logits(tmp_path, lora_run):
+    """A bf16 run merges in bf16 (every saved tensor bf16, no fp32 detour) into sharded files."""
+    from peft import PeftModel
+    from safetensors import safe_open
+    from zerotui.core.export.merge import export_run
+    from zerotui.core.model.tiny import materialise
+
+    result = export_run(lora_run, tmp_path / "bf16", max_shard_size=300_000)
+    shards = sorted(result.out.glob("model-*.safetensors"))
+    assert len(shards) >= 2 and (result.out / "model.safetensors.index.json").exists()
+    for shard in shards:
+        with safe_open(str(shard), framework="pt") as fh:
+            assert {str(fh.get_slice(k).get_dtype()) for k in fh.keys()} == {"BF16"}  # noqa: SIM118
+    assert result.dtype == "bf16" and result.verification["match"]
+    adapted = PeftModel.from_pretrained(load(materialise(42), torch.bfloat16), str(lora_run.final)).eval()
+    merged = load(result.out)
+    assert merged.dtype == torch.bfloat16
+    torch.testing.assert_close(logits(merged), logits(adapted), atol=5e-2, rtol=5e-2)
+
+
+def test_zero3_consolidates_lazily_into_shards_from_pretrained_loads(tmp_path, full_run):
+    from zerotui.core.export.merge import export_run
+
+    result = export_run(full_run, tmp_path / "sharded", checkpoint="latest", max_shard_size=400_000)
+    index = json.loads((result.out / "model.safetensors.index.json").read_text())
+    assert len(set(index["weight_map"].values())) >= 2
+    merged, trained = load(result.out), load(full_run.final)
+    sm, st = merged.state_dict(), trained.state_dict()
+    assert sm.keys() == st.keys() and all(torch.equal(sm[k], st[k]) for k in st)
+    assert torch.equal(logits(merged), logits(trained))
+
+
+def test_4bit_export_loads_back_as_4bit(tmp_path, lora_run):
+    from zerotui.core.export.merge import export_run
+
+    result = export_run(lora_run, tmp_path / "q4", fmt="bnb-4bit")
+    check = result.verification["bnb-4bit"]
+    assert check["match"] and check["linear4bit_layers"] > 0
+    model = load(result.out, torch.bfloat16)
+    assert type(model.model.layers[0].self_attn.q_proj).__name__ == "Linear4bit"
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # the staged 16-bit folder is gone
+
+
+def test_gguf_export_reads_back_and_loads_in_transformers(tmp_path, lora_run):
+    import gguf
+    from transformers import AutoModelForCausalLM
+    from zerotui.core.export.merge import export_run
+
+    result = export_run(lora_run, tmp_path / "gguf", fmt="gguf", dtype="bf16")
+    reader = gguf.GGUFReader(str(result.out / "model.gguf"))
+    names = {t.name: t for t in reader.tensors}
+    assert "token_embd.weight" in names and "blk.3.attn_q.weight" in names and "output.weight" in names
+    assert names["blk.0.attn_q.weight"].tensor_type.name == "BF16"
+    assert names["blk.0.attn_norm.weight"].tensor_type.name == "F32"
+    assert bytes(reader.fields["general.architecture"].parts[-1]).decode() == "llama"
+    back = AutoModelForCausalLM.from_pretrained(str(result.out), gguf_file="model.gguf", dtype=torch.bfloat16)
+    merged = export_run(lora_run, tmp_path / "plain", dtype="bf16").out
+    torch.testing.assert_close(logits(back.eval()), logits(load(merged)), atol=5e-2, rtol=5e-2)
+
+
+def test_room_check_refuses_a_merge_bigger_than_ram_or_disk(tmp_path):
+    """A 70B run: its bf16 merge needs ~140 GB of RAM, its fp32 one ~280 GB of disk — both refused
+    before anything is read, with what is needed and what is there."""
+    from zerotui.core.errors import HardwareError
+    from zerotui.core.export.room import available_ram, free_disk
+
+    run = make_run(tmp_path / "big", model="llama-3.1-70b", method="lora", precision="bf16")
+    (run.final).mkdir(exist_ok=True)
+    (run.final / "adapter_config.json").write_text("{}")  # never read: the check comes first
+    assert available_ram() < 140e9 and free_disk(tmp_path) < 282e9, "this machine has room for a 70B merge"
+    with pytest.raises(HardwareError) as err:
+        merge_run(run, tmp_path / "out")
+    assert "of RAM" in err.value.message and "--force" in err.value.hint
+    with pytest.raises(HardwareError) as err:
+        merge_run(run, tmp_path / "out", dtype="fp32", force=True)
+    assert "of disk" in err.value.message and "-o" in err.value.hint
+    assert not (tmp_path / "out").exists()
+
+
+def test_gguf_refuses_an_architecture_it_has_no_layout_for(tmp_path):
+    run = make_run(tmp_path / "qwen", model="qwen2.5-0.5b", method="lora")
+    (run.final).mkdir(exist_ok=True)
+    (run.final / "adapter_config.json").write_text("{}")
+    with pytest.raises(RunError, match="GGUF export supports the Llama architecture; this run's model is 'qwen2'"):
+        merge_run(run, tmp_path / "out", fmt="gguf")
