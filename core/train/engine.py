@@ -11,16 +11,27 @@ estimate.json were written by the launch (``zerotui.core.run.start``).
 """
 from __future__ import annotations
 
-import json
 import math
 import random
 import time
 from typing import Any, Optional
 
 from zerotui.core.errors import HardwareError, RunError
-from zerotui.core.train.distributed import init_distributed, rank0_first, rank0_work_group
-from zerotui.core.train.emit import Emit
+from zerotui.core.safe_read import (
+    DS_CONFIG_BYTES,
+    RUN_FILE_BYTES,
+    ValueProblem,
+    describe,
+    load_json,
+    read_text,
+)
 from zerotui.core.sizes import format_bytes
+from zerotui.core.train.distributed import (
+    init_distributed,
+    rank0_first,
+    rank0_work_group,
+)
+from zerotui.core.train.emit import Emit
 from zerotui.core.train.loop import RunResult
 from zerotui.core.train.memory_cap import apply_gpu_mem_cap
 
@@ -57,12 +68,16 @@ def read_ds_config(paths: Any, plan: Any, world: int) -> dict:
     A missing or unreadable file, or one made for another number of processes (DeepSpeed asserts
     train_batch_size = micro-batch × accumulation × world size), is an error that names the file."""
     try:
-        cfg = json.loads(paths.ds_config.read_text(encoding="utf-8"))
+        # The run folder's own file: bounded, never through a link, never a FIFO that would block the worker.
+        cfg = load_json(read_text(paths.ds_config, DS_CONFIG_BYTES, follow=False))
     except FileNotFoundError:
         raise RunError(f"{paths.ds_config} is missing: the launch writes it before the worker starts",
                        "start runs with `zerotui train` (or `zerotui export` for the deepspeed launcher)") from None
-    except (OSError, UnicodeDecodeError, ValueError) as err:
+    except ValueProblem as err:
         raise RunError(f"{paths.ds_config} cannot be read ({err})",
+                       "restore it, or start a new run with `zerotui train`") from None
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise RunError(f"{paths.ds_config}: {describe(err)}",
                        "restore it, or start a new run with `zerotui train`") from None
     if not isinstance(cfg, dict):
         raise RunError(f"{paths.ds_config} is not a JSON object", "restore it, or start a new run")
@@ -77,8 +92,8 @@ def read_ds_config(paths: Any, plan: Any, world: int) -> dict:
 
 def _read_json(path: Any) -> Optional[dict]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = load_json(read_text(path, RUN_FILE_BYTES, follow=False))
+    except (OSError, UnicodeDecodeError, ValueError):  # ValueProblem is a ValueError
         return None
     return data if isinstance(data, dict) else None
 
@@ -151,7 +166,6 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
         pass
     phases.start("initialising DeepSpeed")
     import deepspeed
-
     from zerotui.core.train.schedule import build_scheduler
 
     params = [p for p in loaded.model.parameters() if p.requires_grad]
