@@ -35,8 +35,7 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
-
+    from zerotui.cli.library_output import held_back
     from zerotui.core.infer.generate import Settings, reply
     from zerotui.core.run.folder import resolve_run
 
@@ -51,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if interactive and args.json:
         raise RunError("--json needs --prompt (or a prompt on stdin)", "leave out --json to chat")
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
-    # DeepSpeed's and bitsandbytes' loggers print to stdout; stdout is the answer (--json) here.
-    with contextlib.redirect_stdout(sys.stderr):
+    with held_back():  # stdout is the answer (--json) and stderr one line when the request is wrong
         from zerotui.core.infer.weights import load_run_model
 
         rm = load_run_model(paths, args.checkpoint, doing="chat with")

@@ -29,9 +29,9 @@ def _fmt(value: object, digits: int) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
     from dataclasses import asdict
 
+    from zerotui.cli.library_output import held_back
     from zerotui.core.events.stream import EventWriter
     from zerotui.core.run.folder import resolve_run, summarise
 
@@ -43,14 +43,14 @@ def run(args: argparse.Namespace) -> int:
         # events.jsonl has one writer while the worker lives; its own evals already carry perplexity.
         raise RunError(f"run {paths.name} is still {summary.state}",
                        f"evaluate it once it has ended (`zerotui stop {paths.name}` ends it with a checkpoint)")
-    with contextlib.redirect_stdout(sys.stderr):  # library loggers; stdout is the result
+    with held_back():  # stdout is the result and stderr one line when the request is wrong
         from zerotui.core.infer.evaluate import eval_event, evaluate
         from zerotui.core.infer.weights import load_run_model
 
         rm = load_run_model(paths, args.checkpoint, doing="evaluate")
-        for note in rm.skipped:
-            sys.stderr.write(f"zerotui eval: skipped checkpoint {note}\n")
         result = evaluate(rm, args.samples)
+    for note in rm.skipped:
+        sys.stderr.write(f"zerotui eval: skipped checkpoint {note}\n")
     fields = eval_event(rm, result)
     with EventWriter(paths.events) as writer:
         event = writer.emit("eval", **fields)
