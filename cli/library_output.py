@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 
 @contextlib.contextmanager

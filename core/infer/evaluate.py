@@ -13,9 +13,11 @@ event (``loss``, ``perplexity``, ``rougeL``, ``samples``, ``source``), beside th
 """
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any
 
 from zerotui.core.data.tokenise import IGNORE
 from zerotui.core.errors import RunError
@@ -37,9 +39,9 @@ class Generation:
 @dataclass
 class EvalResult:
     loss: float
-    perplexity: Optional[float]
+    perplexity: float | None
     tokens: int                       # target tokens the loss is over
-    rouge_l: Optional[float] = None   # None for text data or with samples=0
+    rouge_l: float | None = None   # None for text data or with samples=0
     generations: list[Generation] = field(default_factory=list)
 
 
@@ -79,10 +81,10 @@ def documents(tokens: Any) -> list[tuple[Any, Any]]:
     if not tokens.packed:
         return [tokens.example(i) for i in range(len(tokens))]
     bounds = tokens.doc_offsets.tolist()
-    return [(tokens.ids[a:b], tokens.labels[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return [(tokens.ids[a:b], tokens.labels[a:b]) for a, b in itertools.pairwise(bounds)]
 
 
-def prompt_and_answer(ids: Any, labels: Any) -> Optional[tuple[list[int], list[int]]]:
+def prompt_and_answer(ids: Any, labels: Any) -> tuple[list[int], list[int]] | None:
     """The context before the first trained span and that span (the first answer); None when the
     document has no context (text data: every token is a target)."""
     target = (labels != IGNORE).nonzero().flatten().tolist()
@@ -96,7 +98,7 @@ def prompt_and_answer(ids: Any, labels: Any) -> Optional[tuple[list[int], list[i
 
 
 def rouge_pairs(run_model: Any, data: Any, samples: int,
-                progress: Optional[Callable[[int, int], None]] = None) -> list[Generation]:
+                progress: Callable[[int, int], None] | None = None) -> list[Generation]:
     """Greedy answers to the first ``samples`` held-out prompts, beside their references."""
     tok = run_model.tokenizer
     pairs = [p for p in (prompt_and_answer(i, lab) for i, lab in documents(data.eval)) if p is not None]
@@ -113,7 +115,7 @@ def rouge_pairs(run_model: Any, data: Any, samples: int,
     return out
 
 
-def rouge_l(generations: list[Generation]) -> Optional[float]:
+def rouge_l(generations: list[Generation]) -> float | None:
     """Mean ROUGE-L F-measure of the generated answers against the references (None without any)."""
     if not generations:
         return None
@@ -125,7 +127,7 @@ def rouge_l(generations: list[Generation]) -> Optional[float]:
 
 
 def evaluate(run_model: Any, samples: int = DEFAULT_SAMPLES,
-             progress: Optional[Callable[[int, int], None]] = None) -> EvalResult:
+             progress: Callable[[int, int], None] | None = None) -> EvalResult:
     if samples < 0:
         raise RunError(f"--samples {samples} is negative", "give 0 (perplexity only) or more")
     data = held_out(run_model)

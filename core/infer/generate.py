@@ -9,8 +9,9 @@ are decoded.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import Any
 
 from zerotui.core.data.prompts import BadRow, Formatter
 from zerotui.core.errors import RunError
@@ -59,7 +60,7 @@ def _kwargs(tokenizer: Any, settings: Settings) -> dict[str, Any]:
 
 
 def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
-                 on_text: Optional[OnText] = None) -> list[int]:
+                 on_text: OnText | None = None) -> list[int]:
     """The new token ids after ``ids``; ``on_text`` gets the decoded text piece by piece as it comes."""
     import torch
     from transformers import TextIteratorStreamer
@@ -98,7 +99,7 @@ def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
 
 
 def reply(model: Any, tokenizer: Any, plan: Any, messages: list[dict[str, str]], settings: Settings,
-          on_text: Optional[OnText] = None) -> str:
+          on_text: OnText | None = None) -> str:
     """The model's answer to ``messages`` (the last one the user's), decoded without special tokens."""
     new = generate_ids(model, tokenizer, prompt_ids(tokenizer, plan, messages), settings, on_text)
     return tokenizer.decode(new, skip_special_tokens=True)

@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 from zerotui.core.errors import RunError
 from zerotui.core.export.checkpoint_load import Loaded, load_checkpoint
@@ -30,7 +30,7 @@ class RunModel:
     tokenizer: Any
     plan: Any
     source: str             # "final" or a checkpoint tag
-    step: Optional[int]     # the optimizer step the weights are from, when known
+    step: int | None     # the optimizer step the weights are from, when known
     skipped: list[str] = field(default_factory=list)  # damaged checkpoints passed over, with why
 
 
@@ -51,11 +51,10 @@ def what_exists(paths: RunPaths) -> str:
     return "; ".join(parts)
 
 
-def load_run_model(paths: RunPaths, checkpoint: Optional[str] = None, doing: str = "load") -> RunModel:
+def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = "load") -> RunModel:
     """The model of ``paths`` ready for ``generate``: ``final/`` by default, else the newest complete
     checkpoint that reads; ``checkpoint`` (a tag, a step or ``latest``) picks one."""
     from transformers.utils import logging as hf_logging
-
     from zerotui.core.plan.schema import load_plan
 
     hf_logging.disable_progress_bar()
@@ -88,7 +87,7 @@ def _dtype(plan: Any) -> Any:
     return torch_dtype(plan.precision)
 
 
-def _final_step(paths: RunPaths) -> Optional[int]:
+def _final_step(paths: RunPaths) -> int | None:
     try:
         step = json.loads((paths.final / "zerotui.json").read_text(encoding="utf-8")).get("step")
     except (OSError, ValueError, AttributeError):
@@ -101,7 +100,6 @@ def _base(plan: Any) -> Any:
     (on this machine's GPU, else the CPU, where bitsandbytes also runs)."""
     import torch
     from transformers import AutoModelForCausalLM
-
     from zerotui.core.model.load import _local_folder, load_config
     from zerotui.core.model.quantise import prepare_base, quantization_config
 
@@ -123,7 +121,7 @@ def _base(plan: Any) -> Any:
     return model
 
 
-def _adapted(plan: Any, final: Optional[Path], loaded: Optional[Loaded]) -> Any:
+def _adapted(plan: Any, final: Path | None, loaded: Loaded | None) -> Any:
     from peft import LoraConfig, PeftModel, get_peft_model
 
     base = _base(plan)

@@ -6,11 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from zerotui.core.data.prompts import Formatter
 from zerotui.core.data.tokenise import TokeniseStats, from_examples, pack, tokenise
 from zerotui.core.errors import RunError
-from zerotui.core.infer.evaluate import Generation, documents, prompt_and_answer, rouge_l
+from zerotui.core.infer.evaluate import (
+    Generation,
+    documents,
+    prompt_and_answer,
+    rouge_l,
+)
 from zerotui.core.infer.generate import Settings, prompt_ids
 from zerotui.core.model.tiny import tiny_tokenizer
 from zerotui.core.paths import SAMPLE_FILE
