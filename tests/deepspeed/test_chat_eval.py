@@ -15,6 +15,7 @@ import pytest
 import torch
 from engine_runs import events, make_run, run_engine
 from zerotui.core.errors import RunError
+from zerotui.core.run.folder import write_status
 
 PROMPT = "What is 47 plus 32?"
 NEW = 16
@@ -35,6 +36,7 @@ def lora_run(tmp_path_factory, cache):
     paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-lora", method="lora", lr=1e-2,
                      max_steps=10, save_interval=5, lora_targets=["q_proj", "v_proj"])
     assert run_engine(paths, cache=cache)["state"] == "completed"
+    write_status(paths, state="completed", step=10)  # what the supervisor leaves (the runner has none)
     return paths
 
 
@@ -43,6 +45,7 @@ def full_run(tmp_path_factory, cache):
     paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-full", lr=1e-2, max_steps=10,
                      save_interval=0)
     assert run_engine(paths, cache=cache)["state"] == "completed"
+    write_status(paths, state="completed", step=10)  # what the supervisor leaves (the runner has none)
     return paths
 
 
@@ -125,7 +128,9 @@ def test_eval_appends_perplexity_and_rouge_l(lora_run, zerotui_cli):
     from zerotui.core.data.prepare import prepare_data
     from zerotui.core.plan.schema import load_plan
 
-    before = len(events(lora_run, "eval"))
+    trained = events(lora_run, "eval")  # the loop's own end-of-run eval carries the perplexity already
+    assert trained and trained[-1]["perplexity"] == pytest.approx(math.exp(trained[-1]["loss"]))
+    before = len(trained)
     r = zerotui_cli("eval", str(lora_run.root), "--samples", "4", "--json", timeout=600)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
@@ -177,8 +182,6 @@ def test_bad_requests_name_what_exists(tmp_path, lora_run, zerotui_cli):
 
     unknown = zerotui_cli("chat", "no-such-run", "--prompt", "hi")
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "no run named 'no-such-run'" in unknown.stderr
-
-    from zerotui.core.run.folder import write_status
 
     empty = make_run(tmp_path / "20260101-000000-never-saved")  # failed before its first checkpoint
     write_status(empty, state="failed", reason="killed at step 3")
