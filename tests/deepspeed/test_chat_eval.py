@@ -207,3 +207,34 @@ def test_bad_requests_name_what_exists(tmp_path, lora_run, zerotui_cli):
     r = zerotui_cli("chat", str(copy), "--prompt", PROMPT, "--json", "--max-new-tokens", "4")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["source"] == "step5" and "skipped checkpoint step10" in r.stderr
+
+
+@pytest.fixture(scope="module")
+def qlora_run(tmp_path_factory, cache):
+    paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-qlora", method="qlora", precision="fp32",
+                     lr=1e-2, max_steps=6, log_interval=2, save_interval=3, lora_targets=["q_proj", "v_proj"])
+    assert run_engine(paths, cache=cache)["state"] == "completed"
+    return paths
+
+
+def test_qlora_answers_come_from_the_4bit_base_and_the_adapter(qlora_run):
+    """Unmerged: bitsandbytes' 4-bit layers under PEFT's adapter, as in training (not merge's dequantised
+    copy), and the greedy answer equals one from a base quantised here with the plan's settings."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from zerotui.core.infer.generate import Settings, reply
+    from zerotui.core.infer.weights import load_run_model
+    from zerotui.core.model.quantise import prepare_base, quantization_config
+    from zerotui.core.model.tiny import materialise
+
+    rm = load_run_model(qlora_run)
+    assert type(rm.model.base_model.model.model.layers[0].self_attn.q_proj.base_layer).__name__ == "Linear4bit"
+    text = reply(rm.model, rm.tokenizer, rm.plan, [{"role": "user", "content": PROMPT}], Settings(max_new_tokens=NEW))
+    base = AutoModelForCausalLM.from_pretrained(str(materialise(42)), dtype=torch.float32, device_map={"": "cpu"},
+                                                quantization_config=quantization_config(rm.plan, torch.float32))
+    prepare_base(base)
+    direct = PeftModel.from_pretrained(base, str(qlora_run.final)).eval()
+    assert text == greedy(direct, AutoTokenizer.from_pretrained(str(qlora_run.final)), PROMPT)
+    ck = load_run_model(qlora_run, "step3")  # a checkpoint's fp32 adapters over the same 4-bit base
+    assert ck.source == "step3" and type(ck.model.base_model.model.model.layers[0].self_attn.q_proj.base_layer
+                                         ).__name__ == "Linear4bit"
