@@ -19,8 +19,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from zerotui.core.data.tokenise import IGNORE
 from zerotui.core.errors import RunError
+
+# torch (through data.tokenise) only inside the functions: `zerotui --help` and the completion script
+# import this module for DEFAULT_SAMPLES, and must not pay seconds of torch start-up for it.
 from zerotui.core.infer.generate import Settings, generate_ids
 
 #: Held-out prompts answered for ROUGE-L by default: generation is the slow part (one token at a time).
@@ -59,6 +61,7 @@ def held_out(run_model: Any) -> Any:
 def heldout_loss(model: Any, data: Any, micro_batch: int) -> tuple[float, int]:
     """(mean loss per target token, target tokens) over the whole eval split."""
     import torch
+    from zerotui.core.data.tokenise import IGNORE
 
     ev = data.eval
     device = next(model.parameters()).device
@@ -87,6 +90,8 @@ def documents(tokens: Any) -> list[tuple[Any, Any]]:
 def prompt_and_answer(ids: Any, labels: Any) -> tuple[list[int], list[int]] | None:
     """The context before the first trained span and that span (the first answer); None when the
     document has no context (text data: every token is a target)."""
+    from zerotui.core.data.tokenise import IGNORE
+
     target = (labels != IGNORE).nonzero().flatten().tolist()
     if not target or target[0] == 0:
         return None
