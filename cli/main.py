@@ -29,6 +29,8 @@ COMMANDS: dict[str, str] = {
     "stop": "stop a run gracefully with a checkpoint (--now: at once)",
     "resume": "continue a run from its last complete checkpoint",
     "merge": "LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face model",
+    "chat": "talk to a run's model (final/ or a checkpoint), streamed; --prompt for one answer",
+    "eval": "score a finished run on its held-out split: perplexity, ROUGE-L; added to its events",
     "serve": "the dashboard in a browser (read-only unless --allow-control)",
     "sweep": "search hyper-parameters with Optuna: one short run per trial, pruned on eval loss",
     "completion": "print a bash or zsh completion script for every command and plan option",

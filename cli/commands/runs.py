@@ -1,4 +1,5 @@
-"""`zerotui runs [--json] [--all]`: the runs with state, step, loss, speed, start and duration."""
+"""`zerotui runs [--json] [--all]`: the runs with state, step, loss, the latest eval (perplexity and
+ROUGE-L when `zerotui eval` measured it), speed, start and duration."""
 from __future__ import annotations
 
 import argparse
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from zerotui.core.events.stream import as_float
+from zerotui.core.run.overview import eval_figures, latest_eval
 from zerotui.core.timefmt import format_duration
 
 DEFAULT_SHOWN = 20  # without --all: live runs plus the newest others, up to this many
@@ -33,6 +35,7 @@ def run_record(summary: Any, now: float) -> dict[str, Any]:
         "heartbeat": beat, "heartbeat_age_s": round(now - beat, 1) if beat else None,
         "pid": st.get("pid"), "phase": st.get("phase"), "reason": st.get("reason"),
         "checkpoint_step": st.get("checkpoint_step"),
+        **eval_figures(latest_eval(summary.paths)),
     }
     if summary.state == "damaged":
         rec["note"] = summary.damage
@@ -41,6 +44,18 @@ def run_record(summary: Any, now: float) -> dict[str, Any]:
         rec["note"] = (f"host RAM was at {ram:.0%} at the last heartbeat: probably ended by the OOM killer"
                        if ram is not None and ram >= 0.9 else "worker gone without finishing (killed or crashed)")
     return rec
+
+
+def _eval_cell(rec: dict[str, Any]) -> str:
+    """``ppl 12.3`` and ``R-L 0.41`` when measured; the eval loss alone for older streams."""
+    parts = []
+    if rec.get("perplexity") is not None:
+        parts.append(f"ppl {rec['perplexity']:.4g}")
+    elif rec.get("eval_loss") is not None:
+        parts.append(f"loss {rec['eval_loss']:.4f}")
+    if rec.get("rougeL") is not None:
+        parts.append(f"R-L {rec['rougeL']:.3f}")
+    return " ".join(parts) or "-"
 
 
 def _state_cell(rec: dict[str, Any]) -> str:
@@ -71,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         print(f"no runs in {base} (start one with `zerotui train PRESET`)")
         return 0
-    rows = [("RUN", "STATE", "STEP", "LOSS", "TOK/S", "STARTED", "DURATION")]
+    rows = [("RUN", "STATE", "STEP", "LOSS", "EVAL", "TOK/S", "STARTED", "DURATION")]
     for rec in records:
         step = "-" if rec["step"] is None else str(rec["step"])
         if rec["total_steps"]:
@@ -79,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         rows.append((
             rec["name"], _state_cell(rec), step,
             "-" if rec["loss"] is None else f"{rec['loss']:.4f}",
+            _eval_cell(rec),
             "-" if rec["tokens_per_s"] is None else f"{rec['tokens_per_s']:,.0f}",
             time.strftime("%Y-%m-%d %H:%M", time.localtime(rec["started"])) if rec["started"] else "-",
             format_duration(rec["duration_s"]),

@@ -127,7 +127,7 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         else:
             reference = write_full(plan, final if use_final else None, loaded, dtype, staged, max_shard_size)
         loaded = None  # drops the memory-mapped checkpoint before anything loads back
-        _tokenizer(plan, final).save_pretrained(str(staged))
+        run_tokenizer(plan, final).save_pretrained(str(staged))
         result = MergeResult(out, fmt, dtype, source, room=room)
         result.verification, loaded_logits = _verify_folder(staged, dtype, reference)
         reference = loaded_logits if reference is None else reference
@@ -137,7 +137,7 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
             result.verification = {"merged": result.verification,
                                    "bnb-4bit": write_4bit(staged, tmp, torch_dtype_of(dtype), reference,
                                                           verify.TOLERANCE[dtype])}
-            _tokenizer(plan, final).save_pretrained(str(tmp))
+            run_tokenizer(plan, final).save_pretrained(str(tmp))
         elif fmt == "gguf":
             result.verification = {"merged": result.verification, "gguf": _gguf(plan, staged, tmp, dtype, reference)}
         (tmp / "zerotui.json").write_text(json.dumps({
@@ -204,7 +204,8 @@ def _safetensors_names(folder: Path) -> Any:
             yield from fh.keys()
 
 
-def _tokenizer(plan: Any, final: Path) -> Any:
+def run_tokenizer(plan: Any, final: Path) -> Any:
+    """The tokenizer a run trained with: the one saved in ``final/``, else the plan's."""
     if (final / "tokenizer_config.json").exists():
         from transformers import AutoTokenizer
 

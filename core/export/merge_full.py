@@ -64,3 +64,29 @@ def write_full(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str,
     config.use_cache = True  # the merged model is for inference
     config.save_pretrained(str(folder))
     return None
+
+
+def full_model(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str) -> Any:
+    """A full fine-tune's model held in memory in ``dtype`` (what `chat` and `eval` run): ``final/``
+    memory-mapped, or a checkpoint's consolidated state put into a weightless model without a copy."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from zerotui.core.model.load import load_config
+
+    if final is not None:
+        return AutoModelForCausalLM.from_pretrained(str(final), dtype=torch_dtype_of(dtype))
+    assert loaded is not None
+    config = load_config(plan)
+    names, tied = _expected_names(config, plan.trust_remote_code)
+    missing = sorted(names - set(loaded.state) - tied)
+    if missing:
+        raise RunError(f"checkpoint {loaded.info.path} lacks {len(missing)} weights (first: {missing[0]})",
+                       "it was saved by a LoRA run or another model; check the run's plan")
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype_of(dtype),
+                                                 trust_remote_code=plan.trust_remote_code)
+    want = torch_dtype_of(dtype)
+    model.load_state_dict({k: v.to(want) for k, v in loaded.state.items() if k in names}, strict=False, assign=True)
+    model.tie_weights()
+    return model

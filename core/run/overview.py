@@ -30,6 +30,7 @@ class RunOverview:
     last_event: Optional[float] = None
     heartbeat: Optional[float] = None   # the worker's last status.json heartbeat
     reason: str = ""                    # why it ended (run_finished), when it did
+    eval: Optional[dict] = None         # the newest eval event (the loop's, or `zerotui eval`'s)
 
     @property
     def name(self) -> str:
@@ -76,6 +77,8 @@ def overview(summary: RunSummary) -> RunOverview:
         elif type_ == "run_started" and out.total_steps is None:
             total = ev.get("total_steps")
             out.total_steps = int(total) if isinstance(total, (int, float)) else None
+        elif type_ == "eval" and out.eval is None:
+            out.eval = ev
         elif type_ == "step" and out.step is None:
             step = as_float(ev.get("step"))
             out.step = int(step) if step is not None else None
@@ -85,3 +88,16 @@ def overview(summary: RunSummary) -> RunOverview:
         step = summary.status.get("step")
         out.step = step if isinstance(step, int) else None
     return out
+
+
+def latest_eval(paths: RunPaths) -> Optional[dict]:
+    """The newest ``eval`` event in the tail of the run's events (None when there is none there)."""
+    tail = read_end(paths.events, TAIL_BYTES, tail=True)
+    return next((e for e in reversed(tail) if isinstance(e, dict) and e.get("type") == "eval"), None)
+
+
+def eval_figures(ev: Optional[dict]) -> dict[str, Optional[float]]:
+    """The numbers of an eval event for a listing: loss, perplexity, ROUGE-L (None where absent)."""
+    ev = ev or {}
+    return {"eval_loss": as_float(ev.get("loss")), "perplexity": as_float(ev.get("perplexity")),
+            "rougeL": as_float(ev.get("rougeL"))}

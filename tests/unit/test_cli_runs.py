@@ -51,7 +51,7 @@ def test_runs_table_and_json(tmp_path, capsys):
     assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     header, *rows = out.splitlines()
-    assert header.split() == ["RUN", "STATE", "STEP", "LOSS", "TOK/S", "STARTED", "DURATION"]
+    assert header.split() == ["RUN", "STATE", "STEP", "LOSS", "EVAL", "TOK/S", "STARTED", "DURATION"]
     row = {line.split()[0]: line for line in rows if line and not line.startswith(" ")}
     assert "completed" in row[done.name] and "10/10" in row[done.name] and "1.2500" in row[done.name]
     assert "1,234" in row[done.name] and "1h 02m" in row[done.name]
@@ -64,6 +64,22 @@ def test_runs_table_and_json(tmp_path, capsys):
     assert recs[lost.name]["state"] == "lost" and recs[lost.name]["heartbeat_age_s"] >= 299
     assert recs[done.name]["step"] == 10 and recs[done.name]["duration_s"] == pytest.approx(3720, abs=2)
     assert recs[bad.name]["state"] == "failed"
+
+
+def test_runs_show_the_latest_eval_beside_the_loss(tmp_path, capsys):
+    """The newest eval event wins: the loop's (loss and perplexity), then `zerotui eval`'s with ROUGE-L."""
+    done = fake_finished_run(tmp_path, "scored", "completed", step=10)
+    plain = fake_finished_run(tmp_path, "plain", "completed", step=10)
+    with EventWriter(done.events) as w:
+        w.emit("eval", step=10, loss=2.5, perplexity=12.18, batches=4)
+        w.emit("eval", step=10, loss=2.0, perplexity=7.389, rougeL=0.4125, samples=5, source="final")
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    row = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()[1:] if line}
+    assert "ppl 7.389 R-L 0.412" in row[done.name] and "ppl" not in row[plain.name]
+    assert main(["runs", "--runs-dir", str(tmp_path), "--json"]) == 0
+    recs = {r["name"]: r for r in json.loads(capsys.readouterr().out)}
+    assert (recs[done.name]["eval_loss"], recs[done.name]["perplexity"], recs[done.name]["rougeL"]) == (2.0, 7.389, 0.4125)
+    assert recs[plain.name]["perplexity"] is None and recs[plain.name]["rougeL"] is None
 
 
 def test_runs_default_limit_and_all(tmp_path, capsys):

@@ -1,0 +1,28 @@
+"""What libraries print while a model loads (DeepSpeed's accelerator notice, zero_to_fp32's progress,
+transformers' bars and deprecation warnings), held back from the terminal.
+
+``chat`` and ``eval`` print an answer on stdout and, on a mistake, one line on stderr; a dozen lines of
+loader chatter around either would bury it. The held text is shown only when something fails that is
+not the user's mistake (a bug to report), where it may say why.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import sys
+from collections.abc import Iterator
+
+
+@contextlib.contextmanager
+def held_back() -> Iterator[io.StringIO]:
+    from zerotui.core.errors import ZeroTuiError
+
+    held = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(held), contextlib.redirect_stderr(held):
+            yield held
+    except ZeroTuiError:
+        raise
+    except BaseException:
+        sys.stderr.write(held.getvalue())
+        raise
