@@ -23,8 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("river stone seven light paper orange window quiet number simple garden forest metal "
-         "answer letter planet music winter bridge market").split()
+WORDS = ["river", "stone", "seven", "light", "paper", "orange", "window", "quiet", "number", "simple",
+         "garden", "forest", "metal", "answer", "letter", "planet", "music", "winter", "bridge", "market"]
 
 PROBE = r"""
 import json, resource, sys, threading, time
@@ -69,7 +69,8 @@ def write_rows(path: Path, n: int, seed: int = 0) -> None:
 
 def probe(data: Path, cache: Path) -> dict:
     env = dict(os.environ, ZEROTUI_CACHE_DIR=str(cache), HF_DATASETS_CACHE=str(cache / "hf"))
-    out = subprocess.run([sys.executable, "-c", PROBE, str(data)], capture_output=True, text=True, env=env)
+    out = subprocess.run([sys.executable, "-c", PROBE, str(data)], capture_output=True, text=True, env=env,
+                         check=False)
     if out.returncode != 0:
         return {"error": (out.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
-
 from zerotui.core.data.files import BAD_EXAMPLES
 from zerotui.core.data.prompts import DETECT_ROWS, BadRow, Formatter, detect_format
 from zerotui.core.data.sources import Source

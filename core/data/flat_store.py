@@ -16,7 +16,6 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
-
 from zerotui.core.data.tokenise import IGNORE, TokenSet, pack_groups
 
 #: Rows copied from Arrow at a time while writing.
@@ -34,7 +33,12 @@ def write_store(folder: Path, sets: dict[str, Any], packing: bool, seq_len: int,
     try:
         counts = {name: _write_set(tmp, name, ds, packing, seq_len) for name, ds in sets.items()}
         (tmp / "report.json").write_text(json.dumps(report(counts)), encoding="utf-8")
-        os.replace(tmp, folder)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not (folder / "report.json").is_file():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)  # another process wrote the same set first: same content
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

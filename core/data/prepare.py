@@ -20,13 +20,17 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
-
 from zerotui.core.data.arrow_tokenise import tokenise_source
 from zerotui.core.data.files import BadRows
 from zerotui.core.data.flat_store import read_store, write_store
 from zerotui.core.data.prompts import expected_fields, template_source
 from zerotui.core.data.sources import fingerprint_of, open_source
-from zerotui.core.data.tokenise import TokenSet, collate, collate_packed, packing_supported
+from zerotui.core.data.tokenise import (
+    TokenSet,
+    collate,
+    collate_packed,
+    packing_supported,
+)
 from zerotui.core.errors import DataError
 from zerotui.core.paths import cache_root
 from zerotui.core.plan.data_source import sources
@@ -142,7 +146,11 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
             sets = stored[0]
             report.cache_hit, report.cache = True, "assembled cache (tokenised earlier)"
         else:
-            sets, report = _assemble(plan, tokenizer, tok_fp, entries, root, folder, progress)
+            try:
+                sets, report = _assemble(plan, tokenizer, tok_fp, entries, root, folder, progress)
+            except OSError as err:  # a full disk or a read-only cache: the sets are written there, never half
+                raise DataError(f"the tokenised data could not be written to {root} ({err.strerror or err})",
+                                "free space there, or set ZEROTUI_CACHE_DIR to a folder on a disk with room") from None
         if not use_cache:  # the folder goes: keep the sets in memory
             sets = {k: TokenSet(*(t.clone() if t is not None else None for t in (v.ids, v.labels, v.offsets,
                                                                                   v.doc_offsets)))

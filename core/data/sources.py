@@ -89,8 +89,8 @@ def _file(src: DataSource, path: Path, text_field: str, cache: Path) -> Source:
     try:
         ds = datasets.Dataset.from_generator(stream.records, features=features, gen_kwargs=kwargs,
                                              cache_dir=str(cache), fingerprint=key)
-    except Exception as err:  # datasets wraps what the generator raised in DatasetGenerationError
-        cause = _data_error(err)
+    except Exception as err:  # noqa: BLE001 - datasets wraps what the generator raised in DatasetGenerationError
+        cause = _cause(err, DataError) or _cause(err, OSError)  # a row problem, or the cache's disk is full
         if cause is not None:
             raise cause from None
         raise DataError(f"data file {path} could not be read ({_first_line(err)})", files.FORMATS_HINT) from None
@@ -104,7 +104,7 @@ def _folder(src: DataSource, path: Path) -> Source:
 
     try:
         ds = datasets.load_from_disk(str(path))
-    except Exception as err:  # a torn or foreign folder: datasets' FileNotFoundError / ArrowInvalid / JSON errors
+    except Exception as err:  # noqa: BLE001 - a torn or foreign folder: datasets' FileNotFoundError / ArrowInvalid / JSON errors
         raise DataError(f"data folder {path} is not a readable save_to_disk dataset ({_first_line(err)})",
                         FOLDER_HINT) from None
     ds = _pick_split(ds, src, str(path))
@@ -125,7 +125,7 @@ def _hub(src: DataSource, spec: str) -> Source:
         import datasets
 
         ds = datasets.load_dataset(name, config, split=split)
-    except Exception as err:  # network, missing repo, bad config or split: all end the same way for the user
+    except Exception as err:  # noqa: BLE001 - network, missing repo, bad config or split: all end the same way for the user
         why = "offline mode is on and it is not in the local cache" if offline else _first_line(err)
         raise DataError(f"hub dataset {name} could not be loaded: {why}",
                         "check the id, config and split on huggingface.co and the network; offline, download "
@@ -149,10 +149,10 @@ def _pick_split(ds: Any, src: DataSource, where: str) -> Any:
     return ds
 
 
-def _data_error(err: BaseException) -> Optional[DataError]:
+def _cause(err: BaseException, kind: type) -> Optional[BaseException]:
     seen: Optional[BaseException] = err
     while seen is not None:
-        if isinstance(seen, DataError):
+        if isinstance(seen, kind):
             return seen
         seen = seen.__cause__ or seen.__context__
     return None

@@ -117,7 +117,7 @@ def _parquet(path: Path) -> Iterator[Record]:
         import pyarrow.parquet as pq
 
         pf = pq.ParquetFile(path)
-    except Exception as err:  # pyarrow raises its own hierarchy (ArrowInvalid, OSError, ...)
+    except Exception as err:  # noqa: BLE001 - pyarrow raises its own hierarchy (ArrowInvalid, OSError, ...)
         raise DataError(f"data file {path} is not a readable parquet file ({str(err).splitlines()[0]})",
                         "write it with pandas.DataFrame.to_parquet or datasets' to_parquet") from None
     if pf.metadata.num_rows == 0:

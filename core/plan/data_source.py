@@ -38,8 +38,8 @@ def parse_data(value: Any) -> Any:
     for i, entry in enumerate(value, 1):
         if isinstance(entry, str):
             entry = {"path": entry}
-        if not isinstance(entry, (dict, DataSource)):
-            raise ValueError(f"data entry {i} is a {type(entry).__name__}; each entry is a path or "
+        if not isinstance(entry, (dict, DataSource)):  # pydantic makes a ValueError the field's message
+            raise ValueError(f"data entry {i} is a {type(entry).__name__}; each entry is a path or "  # noqa: TRY004
                              "{path, weight, split, config}")
         try:
             out.append(entry if isinstance(entry, DataSource) else DataSource.model_validate(entry))

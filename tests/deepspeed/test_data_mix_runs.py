@@ -7,7 +7,6 @@ import json
 
 import datasets
 import pytest
-
 from engine_runs import assert_valid_stream, events, losses, make_run, run_engine
 from zerotui.core.paths import SAMPLE_FILE
 

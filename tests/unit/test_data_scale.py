@@ -8,7 +8,6 @@ from pathlib import Path
 
 import datasets
 import pytest
-
 from zerotui.core.data import prepare as data_mod
 from zerotui.core.errors import DataError, PlanError
 from zerotui.core.model.tiny import tiny_tokenizer

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from zerotui.core.plan.data_source import describe_data
 from zerotui.core.hardware.types import Hardware
+from zerotui.core.plan.data_source import describe_data
 from zerotui.core.plan.schema import Plan
 
 PRECISION_WORDS = {"bf16": "bfloat16", "fp16": "float16 with dynamic loss scaling", "fp32": "float32"}
