@@ -144,3 +144,35 @@ def test_preflight_checks_a_folder_on_a_sample_and_each_entry_of_a_mix(tmp_path)
     plain.mkdir()
     with pytest.raises(DataError, match="is a folder, not a file"):
         check_data(Plan(data=str(plain)))
+
+
+FULL_DISK = r"""
+import os, resource, signal, sys
+from zerotui.core.data.prepare import prepare_data
+from zerotui.core.errors import DataError
+from zerotui.core.model.tiny import tiny_tokenizer
+from zerotui.core.plan.schema import Plan
+tok = tiny_tokenizer()
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[2]), resource.RLIM_INFINITY))
+try:
+    prepare_data(Plan(data=sys.argv[1]), tok)
+except DataError as err:
+    print(f"{err.message} | {err.hint}")
+"""
+
+
+@pytest.mark.parametrize("limit", [400_000, 4_000_000])  # met at an earlier and a later write
+def test_a_full_disk_while_tokenising_is_one_clear_line_and_leaves_no_cache(tmp_path, limit):
+    import os
+    import subprocess
+    import sys
+
+    p = write_jsonl(tmp_path / "a.jsonl", [{"instruction": f"q {i} " * 5, "output": f"a {i} " * 10}
+                                           for i in range(8000)])
+    out = subprocess.run([sys.executable, "-c", FULL_DISK, str(p), str(limit)], capture_output=True, text=True,
+                         env=dict(os.environ), timeout=300, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "the tokenised data could not be written to" in out.stdout and "ZEROTUI_CACHE_DIR" in out.stdout
+    cache = Path(os.environ["ZEROTUI_CACHE_DIR"]) / "tokenised"
+    assert not list(cache.glob("set-*")) and not list(cache.glob("src-*"))  # nothing a later run would trust
