@@ -93,15 +93,20 @@ def tokenise_source(src: Source, plan: Any, tokenizer: Any, tokenizer_fp: str, c
     tok = ds.map(encode, batched=True, batch_size=BATCH, with_indices=True, remove_columns=ds.column_names,
                  features=features, cache_file_name=str(path), load_from_cache_file=True,
                  new_fingerprint=path.stem, desc=None)
-    status = np.asarray(tok.with_format("numpy")["status"])
+    status = column(tok, "status")
     bad_idx = np.flatnonzero(status == BAD)
     result = Tokenised(tok, fmt, len(tok), bad_rows=int(bad_idx.size), no_target=int((status == NO_TARGET).sum()),
-                       truncated=int(np.asarray(tok.with_format("numpy")["truncated"]).sum()), cache_hit=hit)
+                       truncated=int(column(tok, "truncated").sum()), cache_hit=hit)
     if bad_idx.size:
         result.bad_examples = list(tok.select(bad_idx[:BAD_EXAMPLES].tolist())["why"])
     keep = np.flatnonzero(status == OK)
     result.dataset = tok.select_columns(["input_ids", "labels", "length"]).select(keep)
     return result
+
+
+def column(ds: Any, name: str) -> np.ndarray:
+    """One column as a numpy array, through Arrow (the numpy format would build it row by row)."""
+    return ds.with_format("arrow")[name].to_numpy()
 
 
 def _refuse_unreadable(src: Source) -> None:
