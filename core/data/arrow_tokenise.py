@@ -105,8 +105,9 @@ def tokenise_source(src: Source, plan: Any, tokenizer: Any, tokenizer_fp: str, c
 
 
 def column(ds: Any, name: str) -> np.ndarray:
-    """One column as a numpy array, through Arrow (the numpy format would build it row by row)."""
-    return ds.with_format("arrow")[name].to_numpy()
+    """One column as a numpy array, through Arrow (the numpy format would build it row by row). The other
+    columns are dropped first, so that a selected or mixed dataset never has to gather the token lists."""
+    return ds.select_columns([name]).with_format("arrow")[name].to_numpy()
 
 
 def _refuse_unreadable(src: Source) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
+from zerotui.core.data.arrow_tokenise import column
 from zerotui.core.data.tokenise import IGNORE, TokenSet, pack_groups
 
 #: Rows copied from Arrow at a time while writing.
@@ -56,7 +57,7 @@ def read_store(folder: Path) -> Optional[tuple[dict[str, TokenSet], dict]]:
 
 
 def _write_set(folder: Path, name: str, ds: Any, packing: bool, seq_len: int) -> int:
-    lengths = ds.with_format("arrow")["length"].to_numpy().astype(np.int64)  # Arrow, not row by row
+    lengths = column(ds, "length").astype(np.int64)
     docs = np.zeros(lengths.size + 1, dtype=np.int64)
     np.cumsum(lengths, out=docs[1:])
     total = int(docs[-1])
