@@ -12,24 +12,34 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+import numpy as np
 import torch
-
-from zerotui.core.data.files import BadRows, read_rows
+from zerotui.core.data.arrow_tokenise import tokenise_source
+from zerotui.core.data.files import BadRows
+from zerotui.core.data.flat_store import read_store, write_store
+from zerotui.core.data.prompts import expected_fields, template_source
+from zerotui.core.data.sources import fingerprint_of, open_source
+from zerotui.core.data.tokenise import (
+    TokenSet,
+    collate,
+    collate_packed,
+    packing_supported,
+)
 from zerotui.core.errors import DataError
-from zerotui.core.data.prompts import BadRow, Formatter, detect_format, expected_fields, template_source
-from zerotui.core.data.tokenise import (TokeniseStats, TokenSet, collate, collate_packed, from_examples, pack,
-                                        packing_supported, tokenise)
 from zerotui.core.paths import cache_root
+from zerotui.core.plan.data_source import sources
 
-#: 2: packed sets store their document offsets, and the first label of each packed document is IGNORE.
-CACHE_VERSION = 2
-#: The plan fields that change the tokenised result (and so are part of the cache key).
-PLAN_KEYS = ("data", "data_format", "text_field", "prompt_field", "response_field", "messages_field",
+#: 3: Arrow-backed; train / eval stored as memory-mapped arrays (``flat_store``), sources mixed by weight.
+CACHE_VERSION = 3
+#: The plan fields that change the assembled result (and so are part of its key; the data is keyed by
+#: its sources' fingerprints and weights).
+PLAN_KEYS = ("data_format", "text_field", "prompt_field", "response_field", "messages_field",
              "eval_fraction", "packing", "max_samples", "seq_len", "seed")
 
 Progress = Callable[[int, Optional[int]], None]
@@ -50,14 +60,18 @@ class DataReport:
     train_sequences: int = 0
     eval_sequences: int = 0
     cache_hit: bool = False
+    #: Which cache answered, in words (the worker log's data line says it).
+    cache: str = ""
+    #: Mixed data: per entry its label, weight and usable rows.
+    mix: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> str:
         s = (f"data {self.source}: {self.format}, {self.rows_used} of {self.rows_read} rows used, "
              f"{self.train_sequences} train / {self.eval_sequences} eval sequences")
         if self.truncated:
             s += f", {self.truncated} cut at seq_len"
-        if self.cache_hit:
-            s += " (tokenised cache)"
+        if self.cache:
+            s += f" ({self.cache})"
         return s
 
     def problems(self) -> Optional[str]:
@@ -107,10 +121,11 @@ def tokenizer_fingerprint(tokenizer: Any) -> str:
     return h.hexdigest()
 
 
-def cache_key(plan: Any, data_fingerprint: str, tokenizer: Any) -> str:
+def store_key(plan: Any, fingerprints: list[str], tokenizer_fp: str) -> str:
+    """The assembled sets' key: every source's fingerprint and weight, the tokenizer, the shaping fields."""
     fields = {k: str(getattr(plan, k)) for k in PLAN_KEYS}
-    blob = json.dumps({"v": CACHE_VERSION, "data": data_fingerprint, "tok": tokenizer_fingerprint(tokenizer),
-                       "plan": fields}, sort_keys=True)
+    mix = [[fp, s.weight] for fp, s in zip(fingerprints, sources(plan.data))]
+    blob = json.dumps({"v": CACHE_VERSION, "data": mix, "tok": tokenizer_fp, "plan": fields}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
 
 
@@ -120,55 +135,93 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
     if plan.packing and not packing_supported():
         raise DataError("packing needs transformers 4.54 or newer: older versions would let packed rows "
                         "attend to each other", "upgrade transformers, or turn packing off", "packing")
-    raw = read_rows(plan.data, plan.text_field, plan.max_samples)
-    pad_id = _pad_id(tokenizer)
-    key = cache_key(plan, raw.fingerprint, tokenizer)
-    path = cache_dir() / f"{key}.pt"
-    if use_cache:
-        cached = _load_cache(path)
-        if cached is not None:
-            train, eval_, report = cached
-            report.cache_hit = True
-            return PreparedData(train, eval_, report, pad_id, plan.seq_len, _attention(plan))
+    pad_id, tok_fp = _pad_id(tokenizer), tokenizer_fingerprint(tokenizer)
+    root = cache_dir() if use_cache else Path(tempfile.mkdtemp(prefix=".uncached-", dir=_made(cache_root())))
+    try:
+        entries = sources(plan.data)
+        folder = root / f"set-{store_key(plan, [fingerprint_of(e) for e in entries], tok_fp)}"
+        stored = read_store(folder) if use_cache else None
+        report = _stored_report(stored[1]) if stored is not None else None
+        if stored is not None and report is not None:
+            sets = stored[0]
+            report.cache_hit, report.cache = True, "assembled cache (tokenised earlier)"
+        else:
+            try:
+                sets, report = _assemble(plan, tokenizer, tok_fp, entries, root, folder, progress)
+            except OSError as err:  # a full disk or a read-only cache: the sets are written there, never half
+                raise DataError(f"the tokenised data could not be written to {root} ({err.strerror or err})",
+                                "free space there, or set ZEROTUI_CACHE_DIR to a folder on a disk with room") from None
+        if not use_cache:  # the folder goes: keep the sets in memory
+            sets = {k: TokenSet(*(t.clone() if t is not None else None for t in (v.ids, v.labels, v.offsets,
+                                                                                  v.doc_offsets)))
+                    for k, v in sets.items()}
+    finally:
+        if not use_cache:
+            shutil.rmtree(root, ignore_errors=True)
+    return PreparedData(sets["train"], sets.get("eval"), report, pad_id, plan.seq_len, _attention(plan))
 
-    fmt = detect_format(raw.rows, plan, raw.source)
-    report = DataReport(source=raw.source, format=fmt, rows_read=len(raw.rows) + raw.bad.count)
-    bad = BadRows()
-    bad.merge(raw.bad)
-    formatter = Formatter(tokenizer, plan, fmt)
-    rendered, kept_where = [], []
-    for row, where in zip(raw.rows, raw.where):
-        try:
-            rendered.append(formatter.render(row))
-            kept_where.append(where)
-        except BadRow as err:
-            bad.add(where, str(err))
-    total = len(rendered)
+
+def _assemble(plan: Any, tokenizer: Any, tok_fp: str, entries: list, root: Path, folder: Path,
+              progress: Optional[Progress]) -> tuple[dict[str, TokenSet], DataReport]:
+    opened = [open_source(e, plan.text_field, root / "datasets") for e in entries]
+    total = sum(len(o.dataset) for o in opened)
+    done = [0]
     if progress:
         progress(0, total)
-    stats = TokeniseStats()
-    encoded = tokenise(rendered, tokenizer, plan.seq_len, stats,
-                       progress=(lambda done: progress(done, total)) if progress else None)
-    examples = [e for e in encoded if e is not None]
-    report.bad_rows, report.bad_examples = bad.count, bad.examples
-    report.truncated, report.no_target = stats.truncated, stats.no_target
-    report.rows_used = len(examples)
-    if not examples:
-        detail = f" (first: {'; '.join(bad.examples[:3])})" if bad.examples else ""
-        if stats.no_target and not bad.count:
-            detail = f" ({stats.no_target} rows have no answer within the first {plan.seq_len} tokens)"
-        raise DataError(f"{raw.source}: no usable {fmt} rows out of {report.rows_read}{detail}",
-                        _expected(fmt, plan))
+    parts = []
+    for src in opened:
+        base = done[0]
+        step = (lambda n, base=base: progress(base + n, total)) if progress else None
+        parts.append(tokenise_source(src, plan, tokenizer, tok_fp, root, step))
+        done[0] = base + len(src.dataset)
+    report = _report(opened, parts)
+    for src, part in zip(opened, parts):
+        if not len(part.dataset):
+            detail = f" (first: {'; '.join(part.bad_examples[:3])})" if part.bad_examples else ""
+            if part.no_target and not part.bad_rows:
+                detail = f" ({part.no_target} rows have no answer within the first {plan.seq_len} tokens)"
+            raise DataError(f"{src.label}: no usable {part.format} rows out of {part.rows_read}{detail}",
+                            expected_fields(part.format, plan))
+    mixed = mix([p.dataset for p in parts], [s.weight for s in opened], plan.seed)
+    train_idx, eval_idx = _split(len(mixed), plan.eval_fraction, plan.seed)
+    sets = {"train": mixed.select(train_idx)}
+    if eval_idx is not None:
+        sets["eval"] = mixed.select(eval_idx)
+    report.rows_used = len(mixed)
 
-    train, eval_ = _split(from_examples(examples), plan.eval_fraction, plan.seed)
-    if plan.packing:
-        train = pack(train, plan.seq_len)
-        eval_ = pack(eval_, plan.seq_len) if eval_ is not None else None
-    report.train_sequences = len(train)
-    report.eval_sequences = len(eval_) if eval_ is not None else 0
-    if use_cache:
-        _save_cache(path, train, eval_, report)
-    return PreparedData(train, eval_, report, pad_id, plan.seq_len, _attention(plan))
+    def counted(counts: dict[str, int]) -> dict:
+        report.train_sequences, report.eval_sequences = counts["train"], counts.get("eval", 0)
+        return asdict(report)
+
+    return write_store(folder, sets, plan.packing, plan.seq_len, counted), report
+
+
+def _report(opened: list, parts: list) -> DataReport:
+    formats = sorted({p.format for p in parts})
+    bad = BadRows()
+    for p in parts:
+        bad.merge(BadRows(p.bad_rows, list(p.bad_examples)))
+    hits = sum(p.cache_hit for p in parts)
+    return DataReport(
+        source=" + ".join(s.label for s in opened),
+        format=formats[0] if len(formats) == 1 else f"mixed ({', '.join(formats)})",
+        rows_read=sum(p.rows_read for p in parts), bad_rows=bad.count, bad_examples=bad.examples,
+        truncated=sum(p.truncated for p in parts), no_target=sum(p.no_target for p in parts),
+        cache_hit=hits == len(parts),
+        cache=(f"tokenised cache hit for {hits} of {len(parts)} sources" if hits else "tokenised afresh"),
+        mix=[{"source": s.label, "weight": s.weight, "rows": len(p.dataset)} for s, p in zip(opened, parts)])
+
+
+def mix(sets: list[Any], weights: list[float], seed: int) -> Any:
+    """One stream from several tokenised sets: each next example comes from set i with probability
+    weight_i / sum(weights) (seeded), until the first set runs out."""
+    if len(sets) == 1:
+        return sets[0]
+    import datasets
+
+    total = sum(weights)
+    return datasets.interleave_datasets(sets, probabilities=[w / total for w in weights], seed=seed,
+                                        stopping_strategy="first_exhausted")
 
 
 def _attention(plan: Any) -> str:
@@ -187,41 +240,23 @@ def _pad_id(tokenizer: Any) -> int:
     return 0
 
 
-def _split(examples: TokenSet, fraction: float, seed: int) -> tuple[TokenSet, Optional[TokenSet]]:
-    n = len(examples)
+def _split(n: int, fraction: float, seed: int) -> tuple[Any, Optional[Any]]:
+    """Train and eval row indices (ascending): a seeded draw of ``fraction`` of the rows is held out."""
     n_eval = 0 if fraction <= 0 or n < 2 else min(n - 1, max(1, round(n * fraction)))
     if n_eval == 0:
-        return examples, None
+        return np.arange(n), None
     g = torch.Generator().manual_seed(seed)
-    order = torch.randperm(n, generator=g).tolist()
-    eval_idx, train_idx = sorted(order[:n_eval]), sorted(order[n_eval:])
-    return examples.subset(train_idx), examples.subset(eval_idx)
+    order = torch.randperm(n, generator=g).numpy()
+    return np.sort(order[n_eval:]), np.sort(order[:n_eval])
 
 
-def _load_cache(path: Path) -> Optional[tuple[TokenSet, Optional[TokenSet], DataReport]]:
+def _stored_report(d: dict) -> Optional[DataReport]:
     try:
-        blob = torch.load(path, weights_only=True)
-        train = TokenSet.from_dict(blob["train"])
-        eval_ = TokenSet.from_dict(blob["eval"]) if blob.get("eval") else None
-        report = DataReport(**json.loads(blob["report"]))
-        return train, eval_, report
-    except FileNotFoundError:
-        return None
-    except Exception:  # a cache written by another version or torn: tokenise again
+        return DataReport(**d)
+    except TypeError:  # written by another version: assemble again
         return None
 
 
-def _save_cache(path: Path, train: TokenSet, eval_: Optional[TokenSet], report: DataReport) -> None:
-    """Best effort: a cache that cannot be written (read-only home, full disk) only costs time later."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        blob = {"train": train.to_dict(), "eval": eval_.to_dict() if eval_ is not None else None,
-                "report": json.dumps(asdict(report))}
-        torch.save(blob, tmp)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            tmp.unlink()  # type: ignore[possibly-undefined]
-        except (OSError, UnboundLocalError):
-            pass
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -173,20 +173,26 @@ def pack(examples: TokenSet, seq_len: int) -> TokenSet:
 
     No copy of the tokens is made: packing keeps the order, so the packed ids are the examples' ids.
     """
-    lengths = examples.lengths().tolist()  # one int per example, not per token
-    bounds, used, pos = [0], 0, 0
-    for n in lengths:
-        if used + n > seq_len and used:
-            bounds.append(pos)
-            used = 0
-        used += n
-        pos += n
-    if pos > bounds[-1]:
-        bounds.append(pos)
+    groups = pack_groups(examples.lengths().tolist(), seq_len)  # one int per example, not per token
+    bounds = examples.offsets[groups]
     docs = (examples.doc_offsets if examples.doc_offsets is not None else examples.offsets).clone()
     labels = examples.labels.clone()
     labels[docs[:-1]] = IGNORE
-    return TokenSet(examples.ids, labels, torch.tensor(bounds, dtype=torch.int64), docs)
+    return TokenSet(examples.ids, labels, bounds.to(torch.int64), docs)
+
+
+def pack_groups(lengths: list[int], seq_len: int) -> list[int]:
+    """Where each packed sequence starts, as example indices, and ``len(lengths)`` at the end: examples
+    are appended while they fit (``pack``; ``core/data/flat_store.py`` packs the same way on disk)."""
+    groups, used = [0], 0
+    for i, n in enumerate(lengths):
+        if used + n > seq_len and used:
+            groups.append(i)
+            used = 0
+        used += n
+    if len(lengths) > groups[-1]:
+        groups.append(len(lengths))
+    return groups
 
 
 def collate(batch: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int, seq_len: int,

@@ -17,6 +17,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
                       model_validator)
 
 from zerotui.core.errors import PlanError
+from zerotui.core.plan.data_source import DataSpec, parse_data
 from zerotui.core.plan.describe import describe_validation_error, yaml_error
 from zerotui.core.safe_read import (PLAN_BYTES, MAX_INT, ValueProblem, as_error, check_value,
                                     describe, load_yaml, quote, read_text)
@@ -73,8 +74,9 @@ class Plan(BaseModel):
         "auto (on where a GPU and the architecture allow), liger (required), none."))
 
     # -- data -------------------------------------------------------------------------------------
-    data: str = Field(SAMPLE_DATA, min_length=1, description=(
-        "Training data: 'sample' (shipped), a .json/.jsonl/.csv/.parquet/.txt file, or hub:<dataset id>."))
+    data: DataSpec = Field(SAMPLE_DATA, min_length=1, description=(
+        "Training data: 'sample' (shipped), a .json/.jsonl/.csv/.parquet/.txt file, a datasets save_to_disk "
+        "folder, or hub:<dataset id>; in a plan file also a list of {path, weight, split, config} mixed by weight."))
     data_format: DataFormat = Field("auto", description=(
         "Row format: auto-detect, text, alpaca (instruction/input/output), chat (messages), "
         "prompt_response."))
@@ -227,6 +229,11 @@ class Plan(BaseModel):
             raise ValueError(f"notify_url must be an http:// or https:// URL (got {value[:80]!r}), "
                              "e.g. https://ntfy.sh/my-runs")
         return value
+
+    @field_validator("data", mode="before")
+    @classmethod
+    def _data_entries(cls, value: Any) -> Any:
+        return parse_data(value)
 
     @field_validator("ds_overrides")
     @classmethod

@@ -16,12 +16,16 @@ from typing import Any, Optional
 
 from zerotui.core.deepspeed.overrides import check_overrides
 from zerotui.core.errors import DataError, ModelError
+from zerotui.core.plan.data_source import sources
 from zerotui.core.plan.schema import SAMPLE_DATA, TINY_MODEL
 
 #: Data files up to this size are read whole and every row is checked (measured: 0.9 s for a 64 MiB
-#: alpaca JSONL of 98k rows on the 2-core dev machine); larger ones are only checked for existence and
-#: type, the worker reads them.
+#: alpaca JSONL of 98k rows on the 2-core dev machine); larger ones, and save_to_disk folders, are
+#: checked on their first SAMPLE_ROWS rows.
 FULL_CHECK_BYTES = 64 << 20
+#: Rows of a save_to_disk folder or a larger file checked before launch (the rest are checked as they
+#: are tokenised, with the same messages).
+SAMPLE_ROWS = 1000
 #: Files a Hugging Face tokenizer is loaded from (any one is enough).
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "tokenizer_config.json", "spiece.model")
 
@@ -128,39 +132,63 @@ def read_model_config(folder: Path) -> dict[str, Any]:
 # -- data -----------------------------------------------------------------------------------------
 
 def check_data(plan: Any, missing_hint: Optional[str] = None) -> None:
-    """DataError unless the plan's local data file has at least one row its format can train on."""
+    """DataError unless each of the plan's local data entries has rows its format can train on."""
+    entries = sources(plan.data)
+    for entry in entries:
+        usable = _check_entry(plan, entry, missing_hint)
+        if usable is not None and len(entries) == 1:
+            _check_enough(plan, entry.label(), usable)
+
+
+def _check_entry(plan: Any, entry: Any, missing_hint: Optional[str]) -> Optional[int]:
+    """The usable rows of a whole small file, None where only a sample (or nothing) was checked."""
     from zerotui.core.data.files import SUFFIXES, FORMATS_HINT, read_rows
 
-    if plan.data.startswith("hub:") and not plan.data[4:].partition(":")[0].strip():
-        raise DataError(f"data {plan.data!r} names no dataset", "give hub:OWNER/NAME, e.g. hub:tatsu-lab/alpaca")
-    if plan.data == SAMPLE_DATA or plan.data.startswith("hub:"):
-        return  # the shipped file is tested; a hub dataset needs the network, the worker loads it
+    data = entry.path
+    if data.startswith("hub:") and not data[4:].partition(":")[0].strip():
+        raise DataError(f"data {data!r} names no dataset", "give hub:OWNER/NAME, e.g. hub:tatsu-lab/alpaca")
+    if data == SAMPLE_DATA or data.startswith("hub:"):
+        return None  # the shipped file is tested; a hub dataset needs the network, the worker loads it
 
-    path = Path(plan.data).expanduser()
+    path = Path(data).expanduser()
     if not path.exists():
         raise DataError(f"data file {path} does not exist", missing_hint or FORMATS_HINT)
-    if path.is_dir():
-        raise DataError(f"data {path} is a folder, not a file", FORMATS_HINT)
-    if path.suffix.lower() in SUFFIXES and path.stat().st_size > FULL_CHECK_BYTES:
-        return
-    raw = read_rows(plan.data, plan.text_field, plan.max_samples)  # DataError: type, encoding, syntax
+    if path.is_dir() or (path.suffix.lower() in SUFFIXES and path.stat().st_size > FULL_CHECK_BYTES):
+        _check_sample(plan, entry)
+        return None
+    raw = read_rows(data, plan.text_field, plan.max_samples)  # DataError: type, encoding, syntax
+    return _check_rows(plan, raw.source, raw.rows, raw.where, list(raw.bad.examples), len(raw.rows) + raw.bad.count)
+
+
+def _check_sample(plan: Any, entry: Any) -> None:
+    """A save_to_disk folder or a large file: the first SAMPLE_ROWS rows, through the same checks."""
+    from zerotui.core.data.arrow_tokenise import sample_rows
+    from zerotui.core.data.sources import open_source
+
+    src = open_source(entry, plan.text_field)  # DataError: not a dataset folder, type, encoding
+    sample = sample_rows(src, SAMPLE_ROWS)
+    if not sample:
+        raise DataError(f"{src.label}: no readable rows", "give a file or dataset that holds training rows")
+    _check_rows(plan, src.label, [r for r, _ in sample], [w for _, w in sample], [], len(sample), sample=True)
+
+
+def _check_rows(plan: Any, source: str, rows: list, where: list, bad: list, total: int, sample: bool = False) -> int:
     from zerotui.core.data.prompts import BadRow, check_row, detect_format, expected_fields
 
-    fmt = detect_format(raw.rows, plan, raw.source)
-    bad = list(raw.bad.examples)
+    fmt = detect_format(rows, plan, source)
     usable = 0
-    for row, where in zip(raw.rows, raw.where):
+    for row, at in zip(rows, where):
         try:
             check_row(row, plan, fmt)
             usable += 1
         except BadRow as err:
             if len(bad) < 3:
-                bad.append(f"{where}: {err}")
-    total = len(raw.rows) + raw.bad.count
+                bad.append(f"{at}: {err}")
     if not usable:
         detail = f" (first: {'; '.join(bad[:3])})" if bad else ""
-        raise DataError(f"{raw.source}: no usable {fmt} rows out of {total}{detail}", expected_fields(fmt, plan))
-    _check_enough(plan, raw.source, usable)
+        what = f"in its first {total} rows" if sample else f"out of {total}"
+        raise DataError(f"{source}: no usable {fmt} rows {what}{detail}", expected_fields(fmt, plan))
+    return usable
 
 
 def _check_enough(plan: Any, source: str, usable: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from zerotui.core.hardware.types import Hardware
+from zerotui.core.plan.data_source import describe_data
 from zerotui.core.plan.schema import Plan
 
 PRECISION_WORDS = {"bf16": "bfloat16", "fp16": "float16 with dynamic loss scaling", "fp32": "float32"}
@@ -39,7 +40,7 @@ def plan_in_words(plan: Plan, hw: Optional[Hardware], spec: Any = None) -> list[
     per = "per GPU" if gpus else "per process"
     length = f"{plan.max_steps} optimizer steps" if plan.max_steps else f"{plan.epochs:g} epoch(s)"
     lines = [
-        f"Fine-tune {model} on {plan.data} (format: {plan.data_format}).",
+        f"Fine-tune {model} on {describe_data(plan.data)} (format: {plan.data_format}).",
         f"Method: {how}.",
         f"Runs on {where} in {PRECISION_WORDS[plan.precision]}, with {STAGE_WORDS[plan.stage]}.",
         f"Optimizer states live {place[plan.offload_optimizer]}"

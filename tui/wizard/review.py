@@ -79,7 +79,7 @@ class ReviewScreen(StepScreen):
             plan = self.state.plan
             from zerotui.core.run.input_check import local_model_folder
             from zerotui.core.plan.schema import SAMPLE_DATA
-            if local_model_folder(plan) is None and (plan.data == SAMPLE_DATA or plan.data.startswith("hub:")):
+            if local_model_folder(plan) is None and (plan.data == SAMPLE_DATA or str(plan.data).startswith("hub:")):
                 self._input_error = self._check_now(plan)  # no file to read: instant, no "being checked"
             else:
                 self.check_inputs(plan, revision)
