@@ -203,13 +203,28 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-def all_shots() -> list[tuple[str, tuple[int, int], str]]:
-    """(name, size, caption) of every picture: the wizard's (SHOTS) and the dashboard's
-    (make_dashboard_screenshots.SHOTS), so the index lists both whichever script wrote it last."""
+#: Pictures that other scripts make, kept in the index whichever script writes it: (name, size, caption,
+#: the file's extension or None for the one the index uses).
+MADE_ELSEWHERE: list[tuple[str, str, str, Optional[str]]] = [
+    ("serve-chromium", "headless Chromium, 1500×950",
+     "`zerotui serve` (read-only) on a live tiny-cpu-demo run, as headless Chromium renders it\n"
+     "(`python screenshots/make_browser_screenshot.py`)", ".png"),
+    ("sweep", "140×40",
+     "`zerotui sweep --watch`: the trials of a sweep, the best so far, the eval loss per trial\n"
+     "(`python screenshots/make_sweep_screenshot.py`, a study of six trials from tests/helpers/sweep_fixture.py)",
+     None),
+]
+
+
+def all_shots() -> list[tuple[str, str, str, Optional[str]]]:
+    """(name, size, caption, extension) of every picture: the wizard's (SHOTS), the dashboard's
+    (make_dashboard_screenshots.SHOTS) and those of the other scripts (MADE_ELSEWHERE), so the index lists
+    them all whichever script wrote it last."""
     sys.path.insert(0, str(HERE))
     from make_dashboard_screenshots import SHOTS as DASHBOARD
 
-    return [(s.name, s.size, s.caption) for s in SHOTS] + [(n, v[1], v[3]) for n, v in DASHBOARD.items()]
+    return ([(s.name, f"{s.size[0]}×{s.size[1]}", s.caption, None) for s in SHOTS]
+            + [(n, f"{v[1][0]}×{v[1][1]}", v[3], None) for n, v in DASHBOARD.items()] + MADE_ELSEWHERE)
 
 
 def write_index(out: Path, ext: str) -> None:
@@ -219,8 +234,8 @@ def write_index(out: Path, ext: str) -> None:
              "and `python screenshots/make_dashboard_screenshots.py` (the dashboard and the runs screen: recorded "
              "runs from tests/fixtures/events, a frozen clock). Each writes an SVG and a PNG per screen and this "
              "index.", ""]
-    for name, (cols, rows), caption in all_shots():
-        lines += [f"## {name} ({cols}×{rows})", "", caption or "", "", f"![{name}]({name}{ext})", ""]
+    for name, size, caption, own_ext in all_shots():
+        lines += [f"## {name} ({size})", "", caption or "", "", f"![{name}]({name}{own_ext or ext})", ""]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 
