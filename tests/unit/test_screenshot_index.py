@@ -11,7 +11,7 @@ SHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 
 
 def _headings(text: str) -> list[str]:
-    return re.findall(r"^## (.+)$", text, flags=re.M)
+    return re.findall(r"^## (.+)$", text, flags=re.MULTILINE)
 
 
 def test_the_rewritten_index_keeps_every_picture_and_links_only_real_files(tmp_path):
@@ -23,7 +23,7 @@ def test_the_rewritten_index_keeps_every_picture_and_links_only_real_files(tmp_p
     kept = (SHOTS / "README.md").read_text(encoding="utf-8")
     assert _headings(written) == _headings(kept)
     assert {"serve-chromium (headless Chromium, 1500×950)", "sweep (140×40)"} <= set(_headings(written))
-    links = re.findall(r"^!\[[^]]*\]\(([^)]+)\)$", written, flags=re.M)
+    links = re.findall(r"^!\[[^]]*\]\(([^)]+)\)$", written, flags=re.MULTILINE)
     assert len(links) == len(_headings(written))
     assert [name for name in links if not (SHOTS / name).is_file()] == []
     write_index(tmp_path, ".svg")  # the SVG index: serve-chromium has only a PNG and keeps it

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 from optuna.distributions import FloatDistribution
-
 from zerotui.core.plan.schema import Plan
 from zerotui.core.sweep.driver import open_study
 from zerotui.core.sweep.folder import SweepPaths, write_spec, write_status

@@ -9,7 +9,6 @@ import os
 import time
 
 import optuna
-
 from zerotui.core.events.stream import EventWriter
 from zerotui.core.plan.schema import Plan
 from zerotui.core.run.folder import RunPaths, new_run_dir, write_status

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from zerotui.core.errors import PlanError
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.plan.schema import Plan
