@@ -44,8 +44,15 @@ def open_study(paths: SweepPaths, seed: int = 0) -> Any:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     # n_startup_trials=2: the first two trials always run whole, so there is something to compare with.
     return optuna.create_study(study_name=STUDY, storage=paths.storage, load_if_exists=True, direction="minimize",
-                               sampler=optuna.samplers.TPESampler(seed=seed, constant_liar=True),
+                               sampler=_sampler(seed),
                                pruner=optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=0))
+
+
+def _sampler(seed: int) -> Any:
+    import optuna
+
+    # constant_liar: a trial asked while others run (--parallel) is steered away from their values.
+    return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
 
 
 def trial_plan(base: Plan, values: dict[str, Any], sweep: str, number: int) -> Plan:
@@ -66,7 +73,14 @@ class Driver:
         self.parallel = int(self.spec.get("parallel", 1))
         # Checked again here, not only by `zerotui sweep`: a sweep may be resumed on another machine.
         self.slots = plan_slots(self.base, self.parallel, detected_gpus() if gpu_count is None else gpu_count)
-        self.study = open_study(paths, int(self.spec.get("seed", 0)))
+        seed = int(self.spec.get("seed", 0))
+        self.study = open_study(paths, seed)
+        asked = len(self.study.get_trials(deepcopy=False))
+        if asked:
+            # A restarted driver's sampler would replay the first one's random draws (the first trials are
+            # random samples): the trials it asks would repeat values already tried. Seeded by the count,
+            # a fresh sweep stays reproducible and a resumed one draws anew.
+            self.study.sampler = _sampler(seed + asked)
         self.stopping = False
         self.active: list[TrialRun] = []
         self.failed: str | None = None   # why the sweep gave up asking (trials that could not start)

@@ -108,3 +108,25 @@ def test_two_slots_run_two_trials_at_once_and_a_finished_one_frees_its_slot(tmp_
     trials = drv.open_study(paths).get_trials()
     assert len(trials) == 3 and all(t.state.name == "COMPLETE" for t in trials)
     assert [t.user_attrs["slot"] for t in trials] == ["slot 0", "slot 1", "slot 0"]
+
+
+def test_a_restarted_driver_does_not_replay_the_values_already_tried(tmp_path, monkeypatch):
+    """Seen in the end-to-end test: the resumed driver's first new trial had trial 0's learning rate."""
+    runs = tmp_path / "runs"
+    paths, _ = _sweep(tmp_path, trials=2, parallel=1)
+    lrs = []
+
+    def start(self, plan):
+        lrs.append(plan.lr)
+        run = new_run_dir(runs, plan.name)
+        _finish(run, {4: 5.0})
+        if len(lrs) == 1:
+            self.stopping = True  # the first driver ends after one trial, as a killed one would
+        return run
+
+    monkeypatch.setattr(drv.Driver, "_start", start)
+    monkeypatch.setattr(drv, "POLL_S", 0.01)
+    drv.Driver(paths, log=lambda m: None, gpu_count=0).run()
+    assert drv.Driver(paths, log=lambda m: None, gpu_count=0).run() == 0
+    assert len(lrs) == 2 and lrs[0] != lrs[1]
+    assert len(drv.open_study(paths).get_trials()) == 2
