@@ -61,15 +61,19 @@ def _start_driver(paths, foreground: bool) -> int:
     return 0
 
 
-def _check_machine(paths) -> None:
+def _check_machine(paths, asked: int) -> None:
     """A sweep resumed on another machine: its --parallel must still fit here (one line, exit 2, now
     rather than in driver.log)."""
+    from zerotui.core.errors import PlanError
     from zerotui.core.plan.schema import plan_from_dict
     from zerotui.core.sweep.folder import read_spec
     from zerotui.core.sweep.slots import detected_gpus, plan_slots
 
     spec = read_spec(paths)
     parallel = int(spec.get("parallel", 1))
+    if asked not in (1, parallel):  # 1: the option's default, i.e. not given
+        raise PlanError(f"--parallel {asked}: sweep {paths.name} was started with --parallel {parallel}, "
+                        "and its trials' GPUs follow from that", "resume it without --parallel", "parallel")
     if parallel > 1:
         plan_slots(plan_from_dict(spec["plan"], str(paths.spec)), parallel, detected_gpus())
 
@@ -97,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         paths = find_sweep(runs_dir, args.resume)
         if driver_alive(paths):
             raise RunError(f"sweep {paths.name} is running already", f"`zerotui sweep --show {paths.name}`")
-        _check_machine(paths)
+        _check_machine(paths, args.parallel)
         return _start_driver(paths, args.foreground)
     from zerotui.core.sweep.start import prepare_sweep, runs_dir_for
 

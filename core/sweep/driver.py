@@ -208,25 +208,9 @@ class Driver:
                                         reported=set(t.intermediate_values), timed=False))
 
     def _save_best(self) -> None:
-        from zerotui.core.plan.presets import save_preset
+        from zerotui.core.sweep.best import save_best
 
-        done = [t for t in self.study.get_trials(deepcopy=False) if t.state == _state("COMPLETE")]
-        if not done:
-            write_status(self.paths, state="completed", best=None, reason="no trial completed")
-            return
-        best = min(done, key=lambda t: t.value)
-        values = best.user_attrs.get("values") or best.params
-        plan = self.base.with_changes(**values, name=f"{self.paths.name[-70:]}-best",
-                                      description=f"best of sweep {self.paths.name}: eval loss {best.value:.4g}")
-        preset = ""
-        try:
-            preset = str(save_preset(plan, plan.name, overwrite=True))
-        except (ZeroTuiError, OSError) as err:
-            self.log(f"the best plan could not be saved as a preset: {err}")
-        write_status(self.paths, state="completed", best={"trial": best.number, "value": best.value,
-                                                          "values": values, "run": best.user_attrs.get("run"),
-                                                          "preset": preset})
-        self.log(f"best: trial {best.number}, eval loss {best.value:.4g}, {values}; preset {preset or '-'}")
+        save_best(self.paths, self.study, self.base, self.log)
 
 
 def _state(name: str) -> Any:
