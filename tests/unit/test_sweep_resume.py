@@ -35,7 +35,7 @@ def _sweep(tmp_path, trials: int, parallel: int) -> tuple[SweepPaths, object]:
     return paths, drv.open_study(paths)
 
 
-def test_leftover_trials_are_resumed_followed_or_failed(tmp_path, monkeypatch):
+def test_leftover_trials_are_resumed_followed_or_failed(tmp_path, monkeypatch, user_presets):
     runs = tmp_path / "runs"
     paths, study = _sweep(tmp_path, trials=4, parallel=1)
     stopped, going = new_run_dir(runs, "s-t0"), new_run_dir(runs, "s-t1")
@@ -70,9 +70,10 @@ def test_leftover_trials_are_resumed_followed_or_failed(tmp_path, monkeypatch):
     # The going run's evals reached its trial although the driver that asked it was gone.
     assert next(t for t in trials if t.user_attrs["run"] == going.name).intermediate_values == {2: 6.5, 4: 6.0}
     assert read_status(paths)["state"] == "completed"
+    assert [p.name for p in user_presets.iterdir()] == ["s-best.yaml"]  # the best plan, saved as a preset
 
 
-def test_two_slots_run_two_trials_at_once_and_a_finished_one_frees_its_slot(tmp_path, monkeypatch):
+def test_two_slots_run_two_trials_at_once_and_a_finished_one_frees_its_slot(tmp_path, monkeypatch, user_presets):
     runs = tmp_path / "runs"
     paths, _ = _sweep(tmp_path, trials=3, parallel=2)
     started: list[tuple[str, int]] = []  # (trial plan name, trials running when it started)
@@ -110,7 +111,7 @@ def test_two_slots_run_two_trials_at_once_and_a_finished_one_frees_its_slot(tmp_
     assert [t.user_attrs["slot"] for t in trials] == ["slot 0", "slot 1", "slot 0"]
 
 
-def test_a_restarted_driver_does_not_replay_the_values_already_tried(tmp_path, monkeypatch):
+def test_a_restarted_driver_does_not_replay_the_values_already_tried(tmp_path, monkeypatch, user_presets):
     """Seen in the end-to-end test: the resumed driver's first new trial had trial 0's learning rate."""
     runs = tmp_path / "runs"
     paths, _ = _sweep(tmp_path, trials=2, parallel=1)
