@@ -67,3 +67,16 @@ def test_the_cli_refuses_more_trials_at_once_than_it_can_pin_and_writes_nothing(
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and "--parallel 2" in r.stderr and "--gpus 2" in r.stderr
     assert not (tmp_path / "runs").exists()
+
+
+def test_resume_keeps_the_parallel_the_sweep_started_with(tmp_path):
+    from zerotui.core.sweep.start import prepare_sweep
+
+    paths, _ = prepare_sweep(Plan(name="p", max_steps=4), "lr=1e-4..1e-3", 3, tmp_path / "runs", parallel=2,
+                             gpu_count=0)
+    env = dict(os.environ, ZEROTUI_RUNS_DIR=str(tmp_path / "runs"))
+    r = subprocess.run([sys.executable, "-m", "zerotui.cli.main", "sweep", "--resume", paths.name, "--parallel", "3"],
+                       capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "started with --parallel 2" in r.stderr and "without --parallel" in r.stderr
+    assert not paths.log.exists()  # no driver was started
