@@ -5,7 +5,7 @@ normal run per trial (core/sweep/), in the background unless --foreground.
     zerotui sweep PLAN.yaml --trials 16 --space ... --parallel 4   up to 4 trials at once, one per GPU
     zerotui sweep --show [SWEEP] [--json]     trials, their values and eval losses, the best so far
     zerotui sweep --resume SWEEP              start the driver again (after a crash or a reboot)
-    zerotui sweep --stop SWEEP                stop the driver and its current run gracefully
+    zerotui sweep --stop SWEEP                stop the driver and its running trials gracefully
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch", nargs="?", const="", metavar="SWEEP",
                         help="the sweep screen: trials, the best so far, a chart of the objective")
     parser.add_argument("--resume", metavar="SWEEP", help="start a sweep's driver again")
-    parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep (its current run stops with a checkpoint)")
+    parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep (its running trials stop with a checkpoint)")
     parser.add_argument("--json", action="store_true", help="with --show: one JSON object")
     add_plan_options(parser)
 
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if not driver_alive(paths):
             raise RunError(f"sweep {paths.name} is not running", f"`zerotui sweep --resume {paths.name}` starts it")
         os.kill(int(read_status(paths)["pid"]), signal.SIGTERM)
-        print(f"stopping sweep {paths.name}: its current run saves a checkpoint and stops")
+        print(f"stopping sweep {paths.name}: its running trials save a checkpoint and stop")
         return 0
     if args.resume:
         paths = find_sweep(runs_dir, args.resume)

@@ -106,6 +106,8 @@ def test_a_parallel_sweep_killed_mid_trial_resumes_to_exactly_the_trials_asked(t
     # No extra run was started for the killed trial: one run folder per trial.
     assert sorted(t["run"] for t in done["trials"]) == sorted(p.name for p in runs.iterdir() if p.name != "sweeps")
     assert "resumed from its last checkpoint" in paths.log.read_text()
+    # The restarted driver's sampler did not replay the first driver's draws.
+    assert len({t["values"]["lr"] for t in done["trials"]}) == TRIALS
     # The two first trials really ran side by side: their workers' lives overlap.
     lives = [(e[0]["t"], e[-1]["t"]) for e in (_events(RunPaths(runs / t["run"])) for t in running)]
     assert max(a for a, _ in lives) < min(b for _, b in lives)
