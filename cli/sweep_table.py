@@ -6,20 +6,18 @@ from typing import Any
 
 
 def show(paths: Any, as_json: bool) -> int:
-    from zerotui.core.sweep.report import summary
+    from zerotui.core.sweep.report import progress, summary, trial_cells
 
     s = summary(paths)
     if as_json:
         print(json.dumps(s, indent=1))
         return 0
     best = s["best"]
-    print(f"sweep {s['sweep']}: {s['state']}, {sum(t['state'] != 'running' for t in s['trials'])} of "
-          f"{s['trials_wanted']} trials done" + (f"; best: trial {best['number']}, eval loss {best['value']:.4g}"
-                                                 if best else ""))
+    print(f"sweep {s['sweep']}: {s['state']}, {progress(s)}"
+          + (f"; best: trial {best['number']}, eval loss {best['value']:.4g}" if best else ""))
     for t in s["trials"]:
-        value = f"{t['value']:.4g}" if t["value"] is not None else "-"
-        values = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in t["values"].items())
-        print(f"  t{t['number']:<3} {t['state']:<9} {value:>8}  {values}  {t['run'] or t['error'] or ''}")
+        number, state, value, values, where = trial_cells(t)
+        print(f"  {number:<4} {state:<9} {value:>10}  {values}  {where}")
     if s["preset"]:
         print(f"best plan saved as preset: {s['preset']}")
     if s["overhead_s_median"] is not None:

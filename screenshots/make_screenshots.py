@@ -15,16 +15,16 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Awaitable, Callable, Optional
 
 HERE = Path(__file__).resolve().parent
 # Fixed places, so the launch command and run folder in the pictures do not depend on who ran it.
 RUNS_DIR = Path("/tmp/zerotui-screenshots/runs")
 
 
-def wizard_app(hardware: str = "workstation", preset: Optional[str] = None):
+def wizard_app(hardware: str = "workstation", preset: str | None = None):
     from zerotui.tui.app import ZeroTuiApp
     from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
 
@@ -152,7 +152,7 @@ SHOTS: list[Shot] = [
 ]
 
 
-def to_png(svg: Path, png: Path) -> Optional[str]:
+def to_png(svg: Path, png: Path) -> str | None:
     """Write the PNG; returns None on success or the reason it could not."""
     try:
         import cairosvg
@@ -177,7 +177,7 @@ async def take(shot: Shot, out: Path) -> Path:
     return svg
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="only these shots (default: all)")
     parser.add_argument("-o", "--out", type=Path, default=HERE, help="output folder (default: screenshots/)")
@@ -203,24 +203,39 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 0
 
 
-def all_shots() -> list[tuple[str, tuple[int, int], str]]:
-    """(name, size, caption) of every picture: the wizard's (SHOTS) and the dashboard's
-    (make_dashboard_screenshots.SHOTS), so the index lists both whichever script wrote it last."""
+#: Pictures that other scripts make, kept in the index whichever script writes it: (name, size, caption,
+#: the file's extension or None for the one the index uses).
+MADE_ELSEWHERE: list[tuple[str, str, str, str | None]] = [
+    ("serve-chromium", "headless Chromium, 1500×950",
+     ("`zerotui serve` (read-only) on a live tiny-cpu-demo run, as headless Chromium renders it\n"
+      "(`python screenshots/make_browser_screenshot.py`)"), ".png"),
+    ("sweep", "140×40",
+     ("`zerotui sweep --watch`: the trials of a sweep, the best so far, the eval loss per trial\n"
+      "(`python screenshots/make_sweep_screenshot.py`, a study of six trials from tests/helpers/sweep_fixture.py)"),
+     None),
+]
+
+
+def all_shots() -> list[tuple[str, str, str, str | None]]:
+    """(name, size, caption, extension) of every picture: the wizard's (SHOTS), the dashboard's
+    (make_dashboard_screenshots.SHOTS) and those of the other scripts (MADE_ELSEWHERE), so the index lists
+    them all whichever script wrote it last."""
     sys.path.insert(0, str(HERE))
     from make_dashboard_screenshots import SHOTS as DASHBOARD
 
-    return [(s.name, s.size, s.caption) for s in SHOTS] + [(n, v[1], v[3]) for n, v in DASHBOARD.items()]
+    return ([(s.name, f"{s.size[0]}×{s.size[1]}", s.caption, None) for s in SHOTS]
+            + [(n, f"{v[1][0]}×{v[1][1]}", v[3], None) for n, v in DASHBOARD.items()] + MADE_ELSEWHERE)
 
 
 def write_index(out: Path, ext: str) -> None:
     """screenshots/README.md: every picture with its caption, wizard first, then dashboard and runs."""
     lines = ["# Screenshots", "",
-             "Regenerate with `python screenshots/make_screenshots.py` (the wizard: fake hardware, fixed numbers) "
-             "and `python screenshots/make_dashboard_screenshots.py` (the dashboard and the runs screen: recorded "
-             "runs from tests/fixtures/events, a frozen clock). Each writes an SVG and a PNG per screen and this "
-             "index.", ""]
-    for name, (cols, rows), caption in all_shots():
-        lines += [f"## {name} ({cols}×{rows})", "", caption or "", "", f"![{name}]({name}{ext})", ""]
+             ("Regenerate with `python screenshots/make_screenshots.py` (the wizard: fake hardware, fixed numbers) "
+              "and `python screenshots/make_dashboard_screenshots.py` (the dashboard and the runs screen: recorded "
+              "runs from tests/fixtures/events, a frozen clock). Each writes an SVG and a PNG per screen and this "
+              "index."), ""]
+    for name, size, caption, own_ext in all_shots():
+        lines += [f"## {name} ({size})", "", caption or "", "", f"![{name}]({name}{own_ext or ext})", ""]
     (out / "README.md").write_text("\n".join(lines), encoding="utf-8")
 
 

@@ -2,9 +2,10 @@
 normal run per trial (core/sweep/), in the background unless --foreground.
 
     zerotui sweep tiny-cpu-demo --trials 8 --space lr=1e-5..3e-4:log,grad_accum=1,2,4 --max-steps 60
+    zerotui sweep PLAN.yaml --trials 16 --space ... --parallel 4   up to 4 trials at once, one per GPU
     zerotui sweep --show [SWEEP] [--json]     trials, their values and eval losses, the best so far
     zerotui sweep --resume SWEEP              start the driver again (after a crash or a reboot)
-    zerotui sweep --stop SWEEP                stop the driver and its current run gracefully
+    zerotui sweep --stop SWEEP                stop the driver and its running trials gracefully
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--space", default="", metavar="SPEC",
                         help="what to search: NAME=LOW..HIGH[:log] or NAME=A,B,C, comma-separated, "
                              "e.g. lr=1e-5..3e-4:log,grad_accum=4,8,16")
+    parser.add_argument("--parallel", type=int, default=1, metavar="N",
+                        help="trials at once, each a single-GPU run on its own GPU (CPU processes on a machine "
+                             "without GPUs); default 1: one at a time, on the plan's GPUs")
     parser.add_argument("--sampler-seed", type=int, default=0, help="the sampler's seed (the plan's --seed stays)")
     parser.add_argument("--foreground", action="store_true", help="run the trials in this terminal")
     parser.add_argument("--force", action="store_true", help="start trials the estimate says do not fit")
@@ -32,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--watch", nargs="?", const="", metavar="SWEEP",
                         help="the sweep screen: trials, the best so far, a chart of the objective")
     parser.add_argument("--resume", metavar="SWEEP", help="start a sweep's driver again")
-    parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep (its current run stops with a checkpoint)")
+    parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep (its running trials stop with a checkpoint)")
     parser.add_argument("--json", action="store_true", help="with --show: one JSON object")
     add_plan_options(parser)
 
@@ -57,6 +61,23 @@ def _start_driver(paths, foreground: bool) -> int:
     return 0
 
 
+def _check_machine(paths, asked: int) -> None:
+    """A sweep resumed on another machine: its --parallel must still fit here (one line, exit 2, now
+    rather than in driver.log)."""
+    from zerotui.core.errors import PlanError
+    from zerotui.core.plan.schema import plan_from_dict
+    from zerotui.core.sweep.folder import read_spec
+    from zerotui.core.sweep.slots import detected_gpus, plan_slots
+
+    spec = read_spec(paths)
+    parallel = int(spec.get("parallel", 1))
+    if asked not in (1, parallel):  # 1: the option's default, i.e. not given
+        raise PlanError(f"--parallel {asked}: sweep {paths.name} was started with --parallel {parallel}, "
+                        "and its trials' GPUs follow from that", "resume it without --parallel", "parallel")
+    if parallel > 1:
+        plan_slots(plan_from_dict(spec["plan"], str(paths.spec)), parallel, detected_gpus())
+
+
 def run(args: argparse.Namespace) -> int:
     from zerotui.core.sweep.folder import driver_alive, find_sweep, read_status
 
@@ -74,17 +95,20 @@ def run(args: argparse.Namespace) -> int:
         if not driver_alive(paths):
             raise RunError(f"sweep {paths.name} is not running", f"`zerotui sweep --resume {paths.name}` starts it")
         os.kill(int(read_status(paths)["pid"]), signal.SIGTERM)
-        print(f"stopping sweep {paths.name}: its current run saves a checkpoint and stops")
+        print(f"stopping sweep {paths.name}: its running trials save a checkpoint and stop")
         return 0
     if args.resume:
         paths = find_sweep(runs_dir, args.resume)
         if driver_alive(paths):
             raise RunError(f"sweep {paths.name} is running already", f"`zerotui sweep --show {paths.name}`")
+        _check_machine(paths, args.parallel)
         return _start_driver(paths, args.foreground)
     from zerotui.core.sweep.start import prepare_sweep, runs_dir_for
 
     plan = plan_from_args(args, args.source)
     runs_dir = runs_dir_for(plan, getattr(args, "plan__runs_dir", None))
-    paths, space = prepare_sweep(plan, args.space, args.trials, runs_dir, seed=args.sampler_seed, force=args.force)
-    print(f"search space: {'; '.join(p.describe() for p in space)}; {args.trials} trials")
+    paths, space = prepare_sweep(plan, args.space, args.trials, runs_dir, seed=args.sampler_seed, force=args.force,
+                                 parallel=args.parallel)
+    print(f"search space: {'; '.join(p.describe() for p in space)}; {args.trials} trials"
+          + (f", {args.parallel} at a time" if args.parallel > 1 else ""))
     return _start_driver(paths, args.foreground)

@@ -1,14 +1,15 @@
 """A sweep's state for people and scripts: its trials (values, state, eval losses, the run each one is),
 the best so far, and what the trials cost beyond their own runs. Read from the study and status.json;
-used by `zerotui sweep --show` and the sweep screen."""
+used by `zerotui sweep --show` and the sweep screen. Several trials may be running at once (--parallel):
+each running one carries its slot (``gpu 1``, ``slot 0``) and its latest eval loss."""
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from zerotui.core.events.stream import read_end
 
 
-def _run_elapsed(runs_dir: str, run: Optional[str]) -> Optional[float]:
+def _run_elapsed(runs_dir: str, run: str | None) -> float | None:
     """The worker's life (run_finished.elapsed_s) of a trial's run."""
     from pathlib import Path
 
@@ -33,15 +34,40 @@ def summary(paths: Any) -> dict[str, Any]:
                        "values": t.user_attrs.get("values") or t.params, "run": t.user_attrs.get("run"),
                        "error": t.user_attrs.get("error"), "wall_s": wall, "run_s": life,
                        "overhead_s": round(wall - life, 1) if wall is not None and life is not None else None,
-                       "evals": [[int(k), float(v)] for k, v in sorted(t.intermediate_values.items())]})
+                       "evals": [[int(k), float(v)] for k, v in sorted(t.intermediate_values.items())],
+                       "slot": t.user_attrs.get("slot")})
     done = [t for t in trials if t["state"] == "complete"]
     best = min(done, key=lambda t: t["value"]) if done else None
     state = status.get("state") or "?"
-    if state == "running" and not driver_alive(paths):
+    if state in ("running", "stopping") and not driver_alive(paths):
         state = "lost"  # the driver died: `--resume` starts it again
     over = [t["overhead_s"] for t in trials if t["overhead_s"] is not None]
-    return {"sweep": paths.name, "state": state, "trials_wanted": spec["trials"], "trials": trials, "best": best,
+    return {"sweep": paths.name, "state": state, "trials_wanted": spec["trials"], "parallel": spec.get("parallel", 1),
+            "running": sum(t["state"] == "running" for t in trials), "trials": trials, "best": best,
             "preset": (status.get("best") or {}).get("preset"),
             "overhead_s_median": sorted(over)[len(over) // 2] if over else None}
 
 
+
+
+def trial_cells(t: dict[str, Any]) -> tuple[str, str, str, str, str]:
+    """(trial, state, eval loss, values, where) of one trial of ``summary``, for a table: a running trial
+    shows its latest eval loss with its step (``5.91 @4``) and the slot it runs on."""
+    if t.get("value") is not None:
+        value = f"{t['value']:.4g}"
+    elif t["state"] == "running" and t.get("evals"):
+        value = f"{t['evals'][-1][1]:.4g} @{t['evals'][-1][0]}"
+    else:
+        value = "-"
+    values = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (t.get("values") or {}).items())
+    where = t.get("run") or t.get("error") or ""
+    if t["state"] == "running" and t.get("slot"):
+        where = f"{where} ({t['slot']})"
+    return (f"t{t['number']}", t["state"], value, values, where)
+
+
+def progress(s: dict[str, Any]) -> str:
+    """``3 of 8 trials done, 2 running`` (the running part only while some are)."""
+    done = sum(t["state"] != "running" for t in s["trials"])
+    line = f"{done} of {s['trials_wanted']} trials done"
+    return line + (f", {s['running']} running" if s.get("running") else "")

@@ -5,19 +5,25 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 from zerotui.core.errors import PlanError
 from zerotui.core.plan.schema import Plan
 from zerotui.core.sweep.folder import SweepPaths, new_sweep_dir, write_spec
+from zerotui.core.sweep.slots import detected_gpus, plan_slots
 from zerotui.core.sweep.space import Param, parse_space
 
 
 def prepare_sweep(plan: Plan, space: str, trials: int, runs_dir: Path, seed: int = 0,
-                  force: bool = False) -> tuple[SweepPaths, list[Param]]:
-    """Check everything, then write the sweep folder; PlanError (nothing written) when something is wrong."""
+                  force: bool = False, parallel: int = 1,
+                  gpu_count: int | None = None) -> tuple[SweepPaths, list[Param]]:
+    """Check everything, then write the sweep folder; PlanError (nothing written) when something is wrong.
+
+    ``parallel``: trials at once, one per GPU (core/sweep/slots.py); ``gpu_count`` the GPUs seen here
+    (None: detect them)."""
     if not 1 <= trials <= 10_000:
         raise PlanError(f"--trials {trials}: give 1 to 10000", "e.g. --trials 10")
+    # The GPUs are counted only when they matter: --parallel 1 runs the plan as it is.
+    plan_slots(plan, parallel, (detected_gpus() if gpu_count is None else gpu_count) if parallel > 1 else 0)
     if plan.max_steps is None:
         raise PlanError("a sweep's trials are short runs: give --max-steps (e.g. --max-steps 200)",
                         "each trial trains that many optimizer steps", "max_steps")
@@ -29,7 +35,8 @@ def prepare_sweep(plan: Plan, space: str, trials: int, runs_dir: Path, seed: int
     params = parse_space(space, plan)
     paths = new_sweep_dir(runs_dir, plan.name)
     write_spec(paths, {"plan": plan.to_dict(), "space": [p.to_dict() for p in params], "trials": trials,
-                       "runs_dir": str(runs_dir), "seed": seed, "force": bool(force)})
+                       "runs_dir": str(runs_dir), "seed": seed, "force": bool(force),
+                       "parallel": parallel})
     return paths, params
 
 
@@ -48,7 +55,7 @@ def default_space(plan: Plan) -> str:
     return f"lr={plan.lr / 3:.3g}..{min(plan.lr * 3, 0.5):.3g}:log,grad_accum={','.join(map(str, ga))}"
 
 
-def runs_dir_for(plan: Plan, given: Optional[Path] = None) -> Path:
+def runs_dir_for(plan: Plan, given: Path | None = None) -> Path:
     from zerotui.core.paths import default_runs_dir
 
     return Path(given or plan.runs_dir or default_runs_dir()).expanduser()

@@ -17,7 +17,6 @@ def make_sweep(root: Path, runs_dir: Path) -> SweepPaths:
     import optuna
     from optuna.distributions import CategoricalDistribution, FloatDistribution
     from optuna.trial import TrialState, create_trial
-
     from zerotui.core.sweep.driver import open_study
 
     root.mkdir(parents=True)
@@ -38,10 +37,25 @@ def make_sweep(root: Path, runs_dir: Path) -> SweepPaths:
     return paths
 
 
+def add_running(paths: SweepPaths, slots: tuple[str, ...] = ("gpu 0", "gpu 1")) -> None:
+    """Trials asked and not told yet, as a --parallel driver leaves them while their runs go: the first
+    has reported an eval loss at step 4."""
+    from optuna.distributions import CategoricalDistribution, FloatDistribution
+    from zerotui.core.sweep.driver import open_study
+
+    study = open_study(paths)
+    dists = {"lr": FloatDistribution(1e-4, 1e-3, log=True), "grad_accum": CategoricalDistribution([1, 2, 4])}
+    for i, slot in enumerate(slots):
+        t = study.ask(dists)
+        t.set_user_attr("run", f"20261201-1300{i:02d}-demo-t{t.number}")
+        t.set_user_attr("slot", slot)
+        if i == 0:
+            t.report(5.77, 4)
+
+
 def sweep_host(paths: SweepPaths):
     """A bare App showing the sweep screen on ``paths`` (tests and the screenshot script)."""
     from textual.app import App
-
     from zerotui.tui.dashboard.sweep_screen import SweepScreen
 
     class SweepHost(App):

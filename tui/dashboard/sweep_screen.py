@@ -1,11 +1,12 @@
 """The sweep screen (`zerotui sweep --watch`): every trial with its values, state and eval loss, the best
-so far, and the objective per trial as a chart, refreshed every few seconds from the sweep's study.
+so far, and the objective per trial as a chart, refreshed every few seconds from the sweep's study. With
+--parallel several trials run at once: each running row shows its latest eval loss and its GPU (or slot).
 
 Reading the study opens its SQLite file, a few tenths of a second: done on a thread, never the UI's.
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from textual import work
 from textual.app import ComposeResult
@@ -13,22 +14,15 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 from textual_plotext import PlotextPlot
-
+from zerotui.core.sweep.report import progress, trial_cells
 from zerotui.tui.common.table_fill import fill_table
 
 REFRESH_S = 3.0
 COLUMNS = ("trial", "state", "eval loss", "values", "run")
 
 
-def trial_row(t: dict[str, Any]) -> tuple[str, ...]:
-    value = f"{t['value']:.4g}" if t.get("value") is not None else "-"
-    values = ", ".join(f"{k}={v:.3g}" if isinstance(v, float) else f"{k}={v}" for k, v in (t.get("values") or {}).items())
-    return (f"t{t['number']}", t["state"], value, values, t.get("run") or t.get("error") or "")
-
-
 def headline(s: dict[str, Any]) -> str:
-    done = sum(t["state"] != "running" for t in s["trials"])
-    line = f"sweep {s['sweep']}  ·  {s['state']}  ·  {done} of {s['trials_wanted']} trials done"
+    line = f"sweep {s['sweep']}  ·  {s['state']}  ·  {progress(s)}"
     best = s.get("best")
     if best:
         line += f"  ·  best: t{best['number']}, eval loss {best['value']:.4g}"
@@ -51,7 +45,7 @@ class SweepScreen(Screen):
         super().__init__()
         self.paths = paths
         self.standalone = standalone   # `zerotui sweep --watch`: q quits; from the wizard: back to it
-        self.summary: Optional[dict[str, Any]] = None
+        self.summary: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
         yield Static("reading the sweep...", id="sweep-head")
@@ -79,7 +73,7 @@ class SweepScreen(Screen):
     def show(self, s: dict[str, Any]) -> None:
         self.summary = s
         self.query_one("#sweep-head", Static).update(headline(s))
-        fill_table(self.query_one(DataTable), COLUMNS, [trial_row(t) for t in s["trials"]])
+        fill_table(self.query_one(DataTable), COLUMNS, [trial_cells(t) for t in s["trials"]])
         plot = self.query_one(PlotextPlot)
         plt = plot.plt
         plt.clear_data()
