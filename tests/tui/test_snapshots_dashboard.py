@@ -1,4 +1,4 @@
-"""Snapshots (pytest-textual-snapshot) of the dashboard at 80×24, 160×48 and 200×50, from the recorded event files.
+"""Snapshots (pytest-textual-snapshot) of the dashboard at 80×24, 120×40, 160×48 and 200×50, from the recorded event files.
 
 Deterministic: fixed event times, the clock frozen 10 s after the last event (elapsed, ETA and "ago"
 read it), the time zone pinned to UTC, and the charts drawn before the picture is taken. Regenerate
@@ -16,7 +16,10 @@ CASES = {
     "live_80x24": ("live.jsonl", (80, 24), {}),
     "live_160x48": ("live.jsonl", (160, 48), {}),
     "live_200x50": ("live.jsonl", (200, 50), {}),
+    "live_120x40": ("live.jsonl", (120, 40), {}),
     "failed_160x48": ("failed.jsonl", (160, 48), {"status": {"state": "failed", "heartbeat": 1.0}}),
+    "finished_120x40": ("finished.jsonl", (120, 40), {"status": {"state": "completed", "heartbeat": 1.0}}),
+    "finished_200x50": ("finished.jsonl", (200, 50), {"status": {"state": "completed", "heartbeat": 1.0}}),
     "startup_80x24": ("startup.jsonl", (80, 24), {}),
 }
 
