@@ -30,6 +30,19 @@ def _expected_names(config: Any, trust_remote_code: bool) -> tuple[set[str], set
     return set(model.state_dict()), tied_names
 
 
+def _checked_names(plan: Any, loaded: Loaded) -> tuple[Any, set[str], set[str]]:
+    """The run's config, its weight names and the tied ones; a checkpoint lacking any weight is refused."""
+    from zerotui.core.model.load import load_config
+
+    config = load_config(plan)
+    names, tied = _expected_names(config, plan.trust_remote_code)
+    missing = sorted(names - set(loaded.state) - tied)
+    if missing:
+        raise RunError(f"checkpoint {loaded.info.path} lacks {len(missing)} weights (first: {missing[0]})",
+                       "it was saved by a LoRA run or another model; check the run's plan")
+    return config, names, tied
+
+
 def save_model(model: Any, folder: Path, dtype: str, max_shard_size: int) -> Any:
     """Save a model held in memory; returns its probe logits (the reference for verification)."""
     from zerotui.core.export import verify
@@ -45,7 +58,6 @@ def write_full(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str,
                max_shard_size: int) -> Any | None:
     """Write the weights into ``folder``; returns probe logits when a model was held in memory."""
     from zerotui.core.export.shards import write_shards
-    from zerotui.core.model.load import load_config
 
     if final is not None:
         from transformers import AutoModelForCausalLM
@@ -53,12 +65,7 @@ def write_full(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str,
         model = AutoModelForCausalLM.from_pretrained(str(final), dtype=torch_dtype_of(dtype))
         return save_model(model, folder, dtype, max_shard_size)
     assert loaded is not None
-    config = load_config(plan)
-    names, tied = _expected_names(config, plan.trust_remote_code)
-    missing = sorted(names - set(loaded.state) - tied)
-    if missing:
-        raise RunError(f"checkpoint {loaded.info.path} lacks {len(missing)} weights (first: {missing[0]})",
-                       "it was saved by a LoRA run or another model; check the run's plan")
+    config, _names, tied = _checked_names(plan, loaded)
     write_shards(loaded.state, folder, torch_dtype_of(dtype), max_shard_size, drop=frozenset(tied))
     config.dtype = torch_dtype_of(dtype)
     config.use_cache = True  # the merged model is for inference
@@ -72,17 +79,10 @@ def full_model(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str)
     import torch
     from transformers import AutoModelForCausalLM
 
-    from zerotui.core.model.load import load_config
-
     if final is not None:
         return AutoModelForCausalLM.from_pretrained(str(final), dtype=torch_dtype_of(dtype))
     assert loaded is not None
-    config = load_config(plan)
-    names, tied = _expected_names(config, plan.trust_remote_code)
-    missing = sorted(names - set(loaded.state) - tied)
-    if missing:
-        raise RunError(f"checkpoint {loaded.info.path} lacks {len(missing)} weights (first: {missing[0]})",
-                       "it was saved by a LoRA run or another model; check the run's plan")
+    config, names, _tied = _checked_names(plan, loaded)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype_of(dtype),
                                                  trust_remote_code=plan.trust_remote_code)
