@@ -8,20 +8,11 @@ import subprocess
 import sys
 
 import pytest
+from cli_capture import run
 from run_events import wait_until
 from sweep_fixture import TRIALS, make_sweep
 from test_cli_runs import fake_finished_run
 from worker_runs import finish, make_run, start_worker, step_reached
-from zerotui.cli.main import main
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as err:
-        code = err.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:

@@ -5,17 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from zerotui.cli.main import main
-
-
-def run(capsys, *argv):
-    try:
-        code = main(list(argv))
-    except SystemExit as err:
-        code = err.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
+from cli_capture import run
 
 # (ds_overrides, what the one line must name); None: both commands accept it
 CASES = [
