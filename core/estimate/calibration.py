@@ -15,38 +15,16 @@ GIB = 2**30
 #: benchmarks/results/seed-scenarios-c-2026-12-01.json), which is what users run.
 CUDA_CONTEXT_BYTES = int(2.28 * GIB)
 
-#: PyTorch's caching allocator reserves more than it hands out: freed blocks of other sizes cannot
-#: serve a new large request. Fitted on the rows that ran in a fresh process (reserved − allocated
-#: 1.9-9.1 GiB): the margin is the largest of a share of the peak, a share of the loss's fp32
-#: transients (12 bytes per logit, blocks of 4 bytes per logit that fit no freed activation block),
-#: and a share of what the first optimizer step creates (Adam moments and fp32 gradients, allocated
-#: after activations have cut the cache into layer-sized pieces), with a floor. The first-step shares
-#: were raised after sweep 2 (0.5 for every stage before): a-s0-mb4-ga4 reserved 7.4 GiB over its
-#: allocation and the budget had been 5% short of nvidia-smi there (docs/estimator.md).
-FRAGMENTATION_FRACTION = 0.15
-FRAGMENTATION_LOGITS_SHARE = 0.55
-FRAGMENTATION_FIRST_STEP_SHARE = 0.65
-FRAGMENTATION_STAGE0_STEP_SHARE = 0.95
-FRAGMENTATION_MIN_BYTES = int(2.0 * GIB)
-#: QLoRA dequantises every linear weight into a fresh block for each matmul, forward, recompute and
-#: backward, between activation allocations: the cache splits more. Fitted on the 7B QLoRA row of
-#: benchmarks/results/seed-scenarios-7b-a-2026-12-01.json (reserved − allocated 4.35 GiB of 14.30 GiB:
-#: 0.30; 0.26 keeps it within 3% under), checked on the 13B row of seed-scenarios-b-2026-12-01.json
-#: (3.02 of 13.94 GiB: the budget comes out 4% over). docs/seed_scenarios.md has the table.
-FRAGMENTATION_QLORA_FRACTION = 0.26
-#: With Liger's fused linear cross-entropy the full fp32 logits and their gradient are never allocated;
-#: with them go the largest blocks that split the cache. Measured with the kernels on
-#: (benchmarks/results/seed-scenarios-d-2026-12-01.json): reserved − allocated 0.55 GiB of 15.96 for the
-#: 7B LoRA and 1.73 of 11.96 for the 7B QLoRA, against 1.62 of 17.70 and 4.34 of 14.30 without them (a);
-#: the factor 0.3 was fitted on the d rows. Checked on rows it did not see (seed-scenarios-e): the 13B
-#: QLoRA with the kernels −0.3%. A first version applied it to every Liger run; on e's ZeRO-3 rows (Liger's
-#: norms and SwiGLU, no fused loss) it promised 3-6% too little, so it follows the fused loss only.
-FRAGMENTATION_FUSED_CE_FACTOR = 0.3
-#: The floor of 2 GiB comes from the one row whose weights stream in from the CPU (ZeRO-3 parameter
-#: offload, w8-s3-cpu2-mb4-ckpt: 2.57 GiB reserved over 3.80 allocated). With the weights resident on
-#: the GPU the smallest fragmentation measured was 0.44 GiB (7B LoRA seed, ZeRO-3) and 0.55 GiB (7B LoRA
-#: with the kernels): 0.75 GiB there.
-FRAGMENTATION_MIN_RESIDENT_BYTES = int(0.75 * GIB)
+#: The caching allocator's margin (core/estimate/margin.py names the sources). Fitted by
+#: benchmarks/estimator/fit_margin.py on sweep 1's fresh-worker rows and seed results a-c (16 rows,
+#: reserved - allocated 0.44-9.10 GiB), by a grid over these five, scoring the total (allocated + margin +
+#: context) against NVML; checked on sweep 2's fresh rows, seed results d-e and the speed rows, which the
+#: fit did not see (docs/estimator.md gives both sets' errors).
+FRAGMENTATION_BASE_BYTES = int(0.8 * GIB)
+FRAGMENTATION_LOSS_SHARE = 0.25
+FRAGMENTATION_RECOMPUTE_SHARE = 0.4
+FRAGMENTATION_GATHER_SHARE = 0.25
+FRAGMENTATION_GRADIENT_SHARE = 0.5
 
 #: Worker RSS before the model exists: Python, torch, CUDA, DeepSpeed, transformers imported and the
 #: process group up (0.92 GiB); after deepspeed.initialize (1.44 GiB: NCCL, JIT op libraries).

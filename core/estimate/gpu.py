@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate.activations import fused_logits_bytes, logits_bytes, model_bytes_per_token, recompute_bytes_per_token
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
+from zerotui.core.estimate.margin import margin_terms
 
 
 @dataclass
@@ -31,6 +32,7 @@ class GpuPeak:
     allocated: float             # their sum: torch.cuda.max_memory_allocated()
     margin: float                # reserved beyond allocated (fragmentation)
     phase: str                   # which moment is the peak
+    margin_terms: dict[str, float] = field(default_factory=dict)  # its parts (margin.py)
 
 
 def model_states(job: Job) -> ModelStates:
@@ -118,11 +120,11 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     }
     if grads:
         phases["grads"] = {"gradients": grads, "activations": saved, "logits/loss": lg["grad_logits"]}
+    recompute = (tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, zero3_linear,
+                                                    liger=job.liger) if plan.grad_ckpt else 0.0)
     if plan.grad_ckpt:
         phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
-                               "activations (recomputed layer)":
-                                   tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora,
-                                                                    zero3_linear, liger=job.liger)}
+                               "activations (recomputed layer)": recompute}
     phase = max(phases, key=lambda k: sum(phases[k].values()))
     g = dict(states.parts)
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
@@ -131,13 +133,5 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         if v:
             g[name] = g.get(name, 0) + v
     allocated = sum(g.values())
-    if job.stage == 0:
-        first_step = cal.FRAGMENTATION_STAGE0_STEP_SHARE * step_transient
-    else:
-        first_step = cal.FRAGMENTATION_FIRST_STEP_SHARE * (g.get("optimizer states", 0) + step_transient)
-    share = cal.FRAGMENTATION_QLORA_FRACTION if job.quant_numel else cal.FRAGMENTATION_FRACTION
-    if job.fused_ce:  # no full fp32 logits: the largest blocks that cut the cache are gone (calibration.py)
-        share *= cal.FRAGMENTATION_FUSED_CE_FACTOR
-    floor = cal.FRAGMENTATION_MIN_BYTES if job.stage == 3 and job.op != "none" else cal.FRAGMENTATION_MIN_RESIDENT_BYTES
-    margin = max(share * allocated, cal.FRAGMENTATION_LOGITS_SHARE * lg["backward_peak"], first_step, floor)
-    return GpuPeak(g, allocated, margin, phase)
+    terms = margin_terms(job, g, lg, grads, recompute, step_transient)
+    return GpuPeak(g, allocated, sum(terms.values()), phase, terms)

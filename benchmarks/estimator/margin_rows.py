@@ -1,0 +1,113 @@
+"""Every committed H200 row with a measured reserved peak, next to the estimator's parts for its plan.
+
+Three sources, each with the plan it ran and PyTorch's peaks as recorded:
+
+    seed scenarios  benchmarks/results/seed-scenarios-*.json (zerotui's worker, 24 GiB cap)
+    sweeps          benchmarks/estimator/data/sweep{1,2}-raw.jsonl, rows that started in a fresh worker
+                    (a reused worker's reserved pool holds earlier rows' segments)
+    speed rows      benchmarks/results/speed-*.json (zerotui's worker, no cap), one row per distinct plan
+
+Each row is tagged "fit" (sweep 1, seed results a-c) or "check" (sweep 2, seed d-e, speed rows): the
+margin's constants are fitted on the first set only (fit_margin.py) and reported on both.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks.estimator.paths import REPO, ensure_zerotui_importable
+
+ensure_zerotui_importable()
+
+from benchmarks.estimator.compare import h200  # noqa: E402
+from benchmarks.estimator.matrix import llama_config_dict  # noqa: E402
+from zerotui.core.estimate import gpu  # noqa: E402
+from zerotui.core.estimate.job import job_for  # noqa: E402
+from zerotui.core.model.spec import _llama_family_spec  # noqa: E402
+from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
+
+GIB = 2**30
+RESULTS = REPO / "benchmarks" / "results"
+DATA = REPO / "benchmarks" / "estimator" / "data"
+FIT_SEED_FILES = ("seed-scenarios-7b-a", "seed-scenarios-b", "seed-scenarios-c")
+
+
+def _seed_shape(name: str) -> dict[str, Any]:
+    from benchmarks.seed_scenarios.run import SHAPES
+
+    return {"model_type": "llama", **SHAPES[name]}
+
+
+def components(plan_dict: dict[str, Any], spec) -> dict[str, Any]:
+    """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment."""
+    plan = plan_from_dict({"kernels": "none", **plan_dict})
+    job = job_for(plan, spec, h200())
+    states = gpu.model_states(job)
+    peak = gpu.peak(job, states)
+    return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
+            "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms), "phase": peak.phase,
+            "job": job, "states": states}
+
+
+def seed_rows() -> list[dict[str, Any]]:
+    out = []
+    for f in sorted(RESULTS.glob("seed-scenarios-*.json")):
+        data = json.loads(f.read_text())
+        clean = "seed-scenarios-c" in f.name or data.get("nvml_clean")
+        for name, r in data["scenarios"].items():
+            if not r.get("peak_reserved") or r.get("state") == "failed":
+                continue
+            shape = name.split("-")[0]
+            spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
+            plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
+            out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed",
+                        "set": "fit" if f.name.startswith(FIT_SEED_FILES) else "check",
+                        "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
+                        "nvml": r.get("nvml_used_max") if clean else None, **components(plan, spec)})
+    return out
+
+
+def sweep_rows() -> list[dict[str, Any]]:
+    out = []
+    for n in (1, 2):
+        for line in (DATA / f"sweep{n}-raw.jsonl").read_text().splitlines():
+            r = json.loads(line) if line.strip() else {}
+            if r.get("status") != "ok" or r["rss_start"] >= 1.2 * GIB:  # fresh worker only (compare.py)
+                continue
+            spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
+            first = [m for m in r["micro_steps"] if m["step"] == 0]
+            out.append({"id": r["id"], "source": f"sweep{n}", "set": "fit" if n == 1 else "check",
+                        "allocated": r["peak_allocated"] - r["baseline_allocated"],
+                        "reserved": r["peak_reserved"] - r["baseline_reserved"], "nvml": r["nvml_used_peak"],
+                        # reserved before and after the first optimizer step: what the step added
+                        "reserved_before_step": max(max(m["fwd_reserved"], m["bwd_reserved"]) for m in first),
+                        "reserved_after_step": first[-1]["step_reserved"],
+                        **components(r["plan"], spec)})
+    return out
+
+
+def speed_rows() -> list[dict[str, Any]]:
+    out, seen = [], set()
+    for f in sorted(RESULTS.glob("speed-*.json")):
+        for r in json.loads(f.read_text())["runs"]:
+            if not r.get("peak_reserved"):
+                continue
+            shape = Path(r["plan"]["model"]).name.split("-")[-1]  # /dev/shm/zt-models/llama-1b
+            key = (shape, r["plan"]["kernels"], r["plan"]["method"], r["plan"]["stage"], r["plan"]["micro_batch"],
+                   r["plan"]["seq_len"], r["plan"]["grad_ckpt"])
+            if key in seen:
+                continue
+            seen.add(key)
+            spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
+            out.append({"id": f"{r['job']} kernels {r['plan']['kernels']}", "source": "speed", "set": "check",
+                        "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
+                        # benchmarks/speed builds its model in the measuring process: NVML counts that
+                        # process's context too (2.5-2.9 GiB over reserved), so it is not the run's own
+                        "nvml": None, "nvml_with_builder": r["nvml_used_max"],
+                        **components(dict(r["plan"], data="sample"), spec)})
+    return out
+
+
+def all_rows() -> list[dict[str, Any]]:
+    return seed_rows() + sweep_rows() + speed_rows()

@@ -1,0 +1,57 @@
+"""Reserved beyond allocated: what PyTorch's caching allocator holds on top of the predicted peak.
+
+The allocator keeps freed blocks in their segments (a segment is one cudaMalloc, sized by the request
+that made it, rounded to 2 MiB) and serves a later request only from a free block at least as large.
+Resident tensors (weights, masters, Adam moments) are allocated once and never leave holes; what leaves
+them is memory that is freed and asked for again at other sizes. The margin is a sum of those sources:
+
+    base        the small-block pool, 2 MiB rounding and one-off workspaces of a process
+    loss        the loss's fp32 blocks (4 bytes per logit each, or Liger's chunk blocks): few, huge, and
+                freed while activations of other sizes are still live, so they cut the cache
+    recompute   with checkpointing, each layer's activations and gradients are rebuilt in backward into
+                whatever the freed blocks of the layer before left
+    gather      ZeRO-3: each layer's weights are gathered into fresh blocks (from the CPU or peers)
+    gradients   stage 0-2 gradients, allocated per weight in backward between activation blocks
+    first step  the optimizer step's flat fp32 gradient copy (4 bytes per trainable element of the
+                partition), when it is larger than any block the step could reuse: a new segment, on
+                top of a cache that already holds the whole forward/backward (measured on sweep 1:
+                reserved grew by that copy at the first step on the stage 0, 1 and 2 rows)
+
+The shares are fitted in benchmarks/estimator/fit_margin.py on sweep 1 and seed results a-c and checked
+on the other committed rows (docs/estimator.md has both).
+"""
+from __future__ import annotations
+
+from zerotui.core.estimate import calibration as cal
+
+
+def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float:
+    """The largest block that is freed before the optimizer step and could serve one of its tensors."""
+    plan, spec, p = job.plan, job.spec, job.p
+    tokens = plan.micro_batch * plan.seq_len
+    loss_block = lg["forward_peak"] - lg["kept"] if job.fused_ce else 4.0 * tokens * spec.vocab_size
+    return max(loss_block, p * tokens * spec.intermediate_size, p * job.quant_largest, gathered)
+
+
+def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered: float) -> float:
+    """A new segment for the step's flat fp32 gradient copy, when no freed block can hold it."""
+    if not step_transient:
+        return 0.0
+    if job.stage == 3:
+        block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time
+    else:
+        block = 4.0 * job.psit / job.N
+    return block if block > largest_transient_block(job, lg, gathered) else 0.0
+
+
+def margin_terms(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
+                 step_transient: float) -> dict[str, float]:
+    """The margin's parts, in bytes (their sum is the margin)."""
+    gathered = g.get("stage-3 working set", 0.0)
+    loss = lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]
+    return {"base": float(cal.FRAGMENTATION_BASE_BYTES),
+            "loss": cal.FRAGMENTATION_LOSS_SHARE * loss,
+            "recompute": cal.FRAGMENTATION_RECOMPUTE_SHARE * recompute,
+            "gather": cal.FRAGMENTATION_GATHER_SHARE * gathered,
+            "gradients": cal.FRAGMENTATION_GRADIENT_SHARE * grads,
+            "first step": first_step_bytes(job, lg, step_transient, gathered)}
