@@ -69,6 +69,25 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                     grad_accum=2, seq_len=1024, grad_ckpt=True, max_steps=5, log_interval=1), "seed"),
     "7b-qlora-seed-mb4": ("7b", dict(method="qlora", precision="fp16", stage=3, lora_targets=ALL_LINEAR, micro_batch=4,
                                      grad_accum=2, seq_len=1024, grad_ckpt=True, max_steps=5, log_interval=1), "seed"),
+    # Held out from the margin's fit (core/estimate/margin.py, fitted 2026-12-01 before any of these ran):
+    # each leans on one of its terms. Run them and report the errors; do not refit on them.
+    "7b-lora-ho1": ("7b", dict(method="lora", precision="bf16", stage=2, kernels="none", micro_batch=4, grad_accum=2,
+                               seq_len=2048, grad_ckpt=True, max_steps=6, log_interval=1), "seed"),  # loss + recompute at 2k
+    "7b-qlora-ho2": ("7b", dict(method="qlora", precision="bf16", stage=0, kernels="auto", lora_targets=ALL_LINEAR,
+                                micro_batch=8, grad_accum=2, seq_len=2048, grad_ckpt=True, max_steps=6,
+                                log_interval=1), "seed"),  # Liger's chunked loss, QLoRA recompute
+    "13b-qlora-ho3": ("13b", dict(method="qlora", precision="bf16", stage=2, kernels="none", lora_targets=ALL_LINEAR,
+                                  lora_r=64, micro_batch=4, grad_accum=4, seq_len=1024, grad_ckpt=True, max_steps=5,
+                                  log_interval=1), "seed"),  # 13B under ZeRO-2, rank 64
+    "1b-full-ho4": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="cpu", kernels="none",
+                               micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True, max_steps=6,
+                               log_interval=1), "seed"),  # full ZeRO-3, weights resident, Adam on the CPU
+    "1b-full-ho5": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="cpu", offload_params="cpu",
+                               kernels="none", micro_batch=8, grad_accum=1, seq_len=2048, grad_ckpt=True, max_steps=6,
+                               log_interval=1), "seed"),  # weights gathered from the CPU: the gather term
+    "7b-lora-ho6": ("7b", dict(method="lora", precision="fp16", stage=3, offload_optimizer="cpu", kernels="none",
+                               micro_batch=1, grad_accum=2, seq_len=4096, grad_ckpt=True, max_steps=5,
+                               log_interval=1), "seed"),  # the seed's ZeRO-3 at 4k tokens: ~1k tokens/s, 8k a step
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

@@ -1,0 +1,57 @@
+"""The margin table: every committed measured row, the estimator's parts and what the allocator held.
+
+    python -m benchmarks.estimator.margin_table            # markdown table, then the errors per set
+
+Columns (GiB): measured allocated and the estimate's; reserved - allocated measured; the margin's terms
+(core/estimate/margin.py); NVML - reserved (the CUDA context, where NVML saw the run alone); the total
+error: (allocated estimate + margin + CUDA context) against NVML, or against reserved + the assumed
+context where NVML also counted a model-building process. Rows come from margin_rows.py.
+"""
+from __future__ import annotations
+
+import sys
+
+from benchmarks.estimator.margin_rows import GIB, all_rows
+from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
+
+TERMS = ("base", "loss", "recompute", "gather", "gradients", "first step")
+
+
+def measured_total(r: dict) -> float:
+    return r["nvml"] or r["reserved"] + CUDA_CONTEXT_BYTES
+
+
+def total_error(r: dict) -> float:
+    return (r["allocated_est"] + r["margin_est"] + CUDA_CONTEXT_BYTES) / measured_total(r) - 1
+
+
+def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
+    out = {}
+    for name in ("fit", "check"):
+        errs = [total_error(r) for r in rows if r["set"] == name]
+        out[name] = {"rows": len(errs), "worst_under": min(errs), "worst_over": max(errs),
+                     "outside_-3_+5": sum(1 for e in errs if e < -0.03 or e > 0.05)}
+    return out
+
+
+def main(argv: list[str]) -> int:
+    rows = all_rows()
+    g = lambda v: f"{v / GIB:.2f}"  # noqa: E731
+    print("| row | set | alloc | alloc est | reserved − alloc | margin | " + " | ".join(TERMS)
+          + " | NVML − reserved | phase | total error |")
+    print("|---|---|" + "---:|" * (5 + len(TERMS)) + "---|---:|")
+    for r in rows:
+        ctx = g(r["nvml"] - r["reserved"]) if r["nvml"] else "-"
+        terms = " | ".join(g(r["margin_terms"].get(t, 0.0)) for t in TERMS)
+        print(f"| {r['id']} | {r['set']} | {g(r['allocated'])} | {g(r['allocated_est'])} | "
+              f"{g(r['reserved'] - r['allocated'])} | {g(r['margin_est'])} | {terms} | {ctx} | {r['phase']} | "
+              f"{total_error(r):+.1%} |")
+    print()
+    for name, s in summary(rows).items():
+        print(f"{name}: {s['rows']} rows, total error {s['worst_under']:+.1%} … {s['worst_over']:+.1%}, "
+              f"{s['outside_-3_+5']} outside [−3%, +5%]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
