@@ -3,8 +3,8 @@ no configuration whose measured peak exceeds its estimate by more than 3%.
 
     python -m benchmarks.seed_scenarios.table benchmarks/results/seed-scenarios-*.json
 
-The estimate is recomputed for each row's plan (the model folder replaced by the built-in architecture of
-the same shape) on an H200 under the row's cap, so the table follows the estimator as it is now; the
+The estimate is recomputed for each row's plan (the model folder replaced by the shape it was built from,
+run.py's SHAPES) on an H200 under the row's cap, so the table follows the estimator as it is now; the
 measured peak is NVML's used memory where the run was measured alone (results "c" onwards: the harness
 builds its models in a child process), else PyTorch's peak reserved plus the estimator's CUDA context.
 Exit code 1 when a row breaks the rule.
@@ -15,7 +15,6 @@ import json
 import sys
 from pathlib import Path
 
-KNOWN = {"7b": "llama-2-7b", "13b": "llama-2-13b"}
 GIB = 2**30
 
 
@@ -23,7 +22,10 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.estimate.budget import estimate
     from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
     from zerotui.core.hardware.detect import stated_hardware
+    from zerotui.core.model.spec import _llama_family_spec
     from zerotui.core.plan.schema import plan_from_dict
+
+    from benchmarks.seed_scenarios.run import SHAPES
 
     out = []
     for f in files:
@@ -32,10 +34,11 @@ def rows(files: list[str]) -> list[dict]:
         clean_nvml = data["command"].count("seed-c") or "seed-scenarios-c" in f or data.get("nvml_clean")
         for name, r in data["scenarios"].items():
             shape = name.split("-")[0]
-            plan = dict(r["plan"], model=KNOWN[shape], data="sample")
+            spec = _llama_family_spec(f"llama-{shape}", {"model_type": "llama", **SHAPES[shape]}, "run.py SHAPES")
+            plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
             hw = stated_hardware(gpu_mem=141 * GIB, gpus=1, ram=128 * GIB)
             # Rows recorded before plans had `kernels` ran without Liger's kernels.
-            b = estimate(plan_from_dict({"kernels": "none", **plan}), hw)
+            b = estimate(plan_from_dict({"kernels": "none", **plan}), hw, spec)
             reserved = r.get("peak_reserved")
             nvml = r.get("nvml_used_max") if clean_nvml else None
             measured = nvml or (reserved + CUDA_CONTEXT_BYTES if reserved else None)

@@ -24,6 +24,10 @@ from __future__ import annotations
 
 from zerotui.core.estimate import calibration as cal
 
+#: c10's CUDACachingAllocator: requests up to 10 MiB share 20 MiB segments; larger ones get their own
+#: segment (rounded to 2 MiB) when no cached block is large enough.
+MIN_LARGE_ALLOC = 10 * 2**20
+
 
 def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float:
     """The largest block that is freed before the optimizer step and could serve one of its tensors."""
@@ -41,6 +45,8 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
         block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time
     else:
         block = 4.0 * job.psit / job.N
+    if block <= MIN_LARGE_ALLOC:  # carved out of a shared 20 MiB segment: part of "base"
+        return 0.0
     return block if block > largest_transient_block(job, lg, gathered) else 0.0
 
 

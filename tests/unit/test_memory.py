@@ -255,6 +255,10 @@ def test_committed_h200_measurements_meet_the_targets():
     assert s["host_median_abs_error"] <= 0.05
     misses = {r["id"] for r in rows if r.get("host_error") is not None and abs(r["host_error"]) > 0.20}
     assert misses <= {"n-s3-lora-all-r32-mb4-ckpt"}
+    # What must fit (allocated + margin + context) against nvidia-smi on the fresh-worker rows: never more
+    # than 3% short; at most 11% over (n-s3-lora-all-r32, +10.2%, which the margin's fit did not see).
+    assert s["gpu_bytes_rows"] >= 15
+    assert s["gpu_bytes_worst_under"] >= -0.03 and s["gpu_bytes_worst_over"] <= 0.11
 
 
 def test_no_seed_scenario_measured_above_its_estimate():
@@ -269,6 +273,11 @@ def test_no_seed_scenario_measured_above_its_estimate():
     measured = [r for r in table if not r["oom"]]
     assert all(r["error"] is not None and r["error"] >= -0.03 for r in measured), \
         [(r["scenario"], r["error"]) for r in measured]
+    # Results a-c are the margin's fit rows: within +5% there. d-e were held out of the fit: Liger's rows
+    # come out 8-10% over (docs/seed_scenarios.md), so the bound there is the measured worst, rounded up.
+    fit = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a", "seed-scenarios-b", "seed-scenarios-c"))]
+    assert len(fit) >= 8 and all(r["error"] <= 0.05 for r in fit), [(r["scenario"], r["error"]) for r in fit]
+    assert all(r["error"] <= 0.11 for r in measured), [(r["scenario"], r["error"]) for r in measured]
     assert all(r["state"] == "completed" for r in table if r["estimate"] <= 24 * 2**30 and r["state"])
     # the plan forced past the budget went out of memory under its cap, as the budget said it would
     ooms = [r for r in table if r["oom"]]
@@ -301,3 +310,31 @@ def test_a_gpu_memory_cap_is_the_capacity_the_budget_plans_against():
     capped = estimate(plan.with_changes(gpu_mem_cap="24GiB"), big)
     assert capped.gpu_capacity == 24 * 2**30 and capped.gpu_bytes == estimate(plan, big).gpu_bytes
     assert not estimate(plan.with_changes(gpu_mem_cap="8GiB"), big).fits
+
+
+def _margin(plan, spec) -> tuple[dict[str, float], float, float]:
+    from zerotui.core.estimate import gpu
+    from zerotui.core.estimate.job import job_for
+
+    job = job_for(plan, spec, gpu_box())
+    peak = gpu.peak(job, gpu.model_states(job))
+    return peak.margin_terms, peak.margin, job.psit
+
+
+def test_margin_is_the_sum_of_its_sources_and_the_step_adds_a_segment_only_when_nothing_cached_fits():
+    """A full fine-tune's first optimizer step needs its flat fp32 gradient copy (4 bytes per trainable
+    element) as a new segment when that copy is larger than every block freed before it (the loss's fp32
+    blocks here); with a bigger loss block, or LoRA's small copy, the cache serves it."""
+    spec = _llama_family_spec("round", ROUND, "test")
+    small = Plan(model="round", method="full", stage=2, micro_batch=1, seq_len=128, kernels="none")
+    terms, margin, psit = _margin(small, spec)
+    assert sum(terms.values()) == margin
+    assert terms["first step"] == 4 * psit
+    assert estimate(small, gpu_box(), spec).breakdown["gpu"]["fragmentation margin"] == int(margin)
+    # 4·T·V fp32 logits larger than the copy: the copy lands in a freed block
+    assert _margin(small.with_changes(micro_batch=64, seq_len=1024), spec)[0]["first step"] == 0
+    assert _margin(small.with_changes(method="lora"), spec)[0]["first step"] == 0
+    # resident states are not a source: offloading the optimizer drops the step and gradient terms only
+    off = _margin(small.with_changes(offload_optimizer="cpu"), spec)[0]
+    assert off["first step"] == 0 and off["gradients"] == 0
+    assert off["loss"] == terms["loss"] and off["base"] == terms["base"]
