@@ -12,16 +12,17 @@ from __future__ import annotations
 import itertools
 import sys
 
-from benchmarks.estimator.margin_rows import GIB, all_rows
-from benchmarks.estimator.margin_table import measured_total
 from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
 
-CONSTANTS = {"base": ("FRAGMENTATION_BASE_BYTES", [x / 10 * GIB for x in range(0, 9)]),
+from benchmarks.estimator.margin_rows import GIB, all_rows
+from benchmarks.estimator.margin_table import measured_total
+
+CONSTANTS = {"base": ("FRAGMENTATION_BASE_BYTES", [x / 10 * GIB for x in range(9)]),
              "loss": ("FRAGMENTATION_LOSS_SHARE", [x / 20 for x in range(4, 15)]),
-             "recompute": ("FRAGMENTATION_RECOMPUTE_SHARE", [x / 20 for x in range(0, 13)]),
+             "recompute": ("FRAGMENTATION_RECOMPUTE_SHARE", [x / 20 for x in range(13)]),
              "gather": ("FRAGMENTATION_GATHER_SHARE", [0, 0.25, 0.5, 0.75, 1.0]),
-             "gradients": ("FRAGMENTATION_GRADIENT_SHARE", [x / 4 for x in range(0, 9)])}
+             "gradients": ("FRAGMENTATION_GRADIENT_SHARE", [x / 4 for x in range(9)])}
 
 
 def features(r: dict) -> dict[str, float]:

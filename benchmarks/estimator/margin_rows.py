@@ -20,12 +20,13 @@ from benchmarks.estimator.paths import REPO, ensure_zerotui_importable
 
 ensure_zerotui_importable()
 
-from benchmarks.estimator.compare import h200  # noqa: E402
-from benchmarks.estimator.matrix import llama_config_dict  # noqa: E402
-from zerotui.core.estimate import gpu  # noqa: E402
-from zerotui.core.estimate.job import job_for  # noqa: E402
-from zerotui.core.model.spec import _llama_family_spec  # noqa: E402
-from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
+from zerotui.core.estimate import gpu
+from zerotui.core.estimate.job import job_for
+from zerotui.core.model.spec import _llama_family_spec
+from zerotui.core.plan.schema import plan_from_dict
+
+from benchmarks.estimator.compare import h200
+from benchmarks.estimator.matrix import llama_config_dict
 
 GIB = 2**30
 RESULTS = REPO / "benchmarks" / "results"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks.estimator.margin_rows import GIB, all_rows
 from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
+
+from benchmarks.estimator.margin_rows import GIB, all_rows
 
 TERMS = ("base", "loss", "recompute", "gather", "gradients", "first step")
 
@@ -36,7 +37,7 @@ def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
 
 def main(argv: list[str]) -> int:
     rows = all_rows()
-    g = lambda v: f"{v / GIB:.2f}"  # noqa: E731
+    g = lambda v: f"{v / GIB:.2f}"
     print("| row | set | alloc | alloc est | reserved − alloc | margin | " + " | ".join(TERMS)
           + " | NVML − reserved | phase | total error |")
     print("|---|---|" + "---:|" * (5 + len(TERMS)) + "---|---:|")

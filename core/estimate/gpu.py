@@ -13,7 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.activations import fused_logits_bytes, logits_bytes, model_bytes_per_token, recompute_bytes_per_token
+from zerotui.core.estimate.activations import (
+    fused_logits_bytes,
+    logits_bytes,
+    model_bytes_per_token,
+    recompute_bytes_per_token,
+)
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
 from zerotui.core.estimate.margin import margin_terms
 
