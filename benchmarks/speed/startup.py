@@ -1,0 +1,151 @@
+"""Start-up to the first step, through the product: a new run and a resume, repeated on one machine.
+
+    python -m benchmarks.speed.startup --out startup.json --repeats 3          # on the GPU machine
+    python -m benchmarks.speed.startup --dry-run --out /tmp/startup-dry.json    # the tiny shape on the CPU
+
+Each repeat starts ``zerotui train PLAN`` (detached, as a user does; the 1.1B full fine-tune as ``fit``
+picks it, or the tiny shape with --dry-run), waits for its second step event, stops it gracefully
+(``zerotui stop --wait``: a checkpoint is written), then ``zerotui train --resume RUN`` and waits for the
+resumed run's first step before stopping it without a checkpoint. Reported per start: seconds from the
+command to the CLI's return ("launch"), to the worker's first event, to each phase and to the first step
+event. The first repeat on a fresh machine is the cold start (DeepSpeed's ops are built then);
+``--import-times`` runs one more repeat with PYTHONPROFILEIMPORTTIME=1 and keeps the slowest imports of
+each process (CLI, supervisor, worker) to show where the time goes.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.seed_scenarios.run import _versions, build_model, write_data
+
+
+def _cli(*args: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "zerotui.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout)
+
+
+def _events(run: Path) -> list[dict]:
+    from zerotui.core.events.stream import read_all
+
+    return read_all(run / "events.jsonl") if (run / "events.jsonl").exists() else []
+
+
+def _wait_step(run: Path, after_t: float, count: int, timeout: float) -> list[dict]:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        evs = [e for e in _events(run) if e["t"] >= after_t]
+        if sum(e["type"] == "step" for e in evs) >= count or any(e["type"] == "run_finished" for e in evs):
+            return evs
+        time.sleep(0.2)
+    raise SystemExit(f"{run}: no step within {timeout:.0f} s")
+
+
+def _timeline(evs: list[dict], t0: float, launch_s: float) -> dict[str, Any]:
+    phases: list[tuple[str, float]] = [("launch (CLI returned)", round(launch_s, 2))]
+    seen: set[str] = set()
+    if evs:
+        phases.append(("worker's first event", round(evs[0]["t"] - t0, 2)))
+    for e in evs:
+        name = e.get("name") if e["type"] == "phase" else e["type"]
+        if e["type"] in ("phase", "run_started") and name not in seen:
+            seen.add(name)
+            phases.append((name, round(e["t"] - t0, 2)))
+        if e["type"] == "step":
+            phases.append(("first step event", round(e["t"] - t0, 2)))
+            return {"phases_s": phases, "first_step_s": round(e["t"] - t0, 2)}
+    return {"phases_s": phases, "first_step_s": None,
+            "finished": next((e for e in evs if e["type"] == "run_finished"), None)}
+
+
+def _imports(text: str, top: int = 12) -> list[tuple[str, float]]:
+    """The slowest top-level imports in PYTHONPROFILEIMPORTTIME output (cumulative seconds)."""
+    rows = []
+    for line in text.splitlines():
+        m = re.match(r"import time:\s+\d+ \|\s+(\d+) \| (\s*)(\S+)", line)
+        if m and len(m.group(2)) <= 2:  # the top level of one import statement and its first children
+            rows.append((m.group(3), round(int(m.group(1)) / 1e6, 2)))
+    return sorted(rows, key=lambda r: -r[1])[:top]
+
+
+def one_start(args: list[str], env: dict, runs: Path, resume_of: Path | None) -> tuple[Path, dict[str, Any]]:
+    before = {p.name for p in runs.iterdir()} if runs.exists() else set()
+    t0 = time.time()
+    r = _cli("train", *args, "--json", env=env)
+    launch_s = time.time() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"train {' '.join(args)} exited {r.returncode}: {(r.stdout + r.stderr)[-800:]}")
+    run = resume_of or next(runs / n for n in sorted({p.name for p in runs.iterdir()} - before))
+    evs = _wait_step(run, t0, 1, timeout=900)
+    return run, {**_timeline(evs, t0, launch_s), "cli_stderr": r.stderr}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--models-dir", type=Path, default=None)
+    ap.add_argument("--import-times", action="store_true")
+    ap.add_argument("--dry-run", action="store_true")
+    a = ap.parse_args()
+    from zerotui.core.estimate.recommend import recommend
+    from zerotui.core.hardware.detect import detect
+    from zerotui.core.plan.schema import plan_from_dict
+
+    work = Path(tempfile.mkdtemp(prefix="zt-startup-"))
+    shape = "tiny" if a.dry_run else "1b"
+    models = a.models_dir or work / "models"
+    models.mkdir(parents=True, exist_ok=True)
+    folder = models / f"llama-{shape}"
+    built = build_model(shape, folder)
+    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 3000, words=200 if a.dry_run else 1400)
+    fields = dict(name="startup", model=str(folder), data=str(data), data_format="text", gpus=1, method="full",
+                  precision="fp32" if a.dry_run else "bf16", micro_batch=2 if a.dry_run else 16, grad_accum=1,
+                  seq_len=128 if a.dry_run else 1024, max_steps=100000, log_interval=1, save_interval=0,
+                  save_minutes=0, save_final=False, eval_fraction=0.0, lr=1e-4, warmup_steps=0)
+    plan = plan_from_dict(fields, "startup")
+    recs = recommend(plan, detect(probe_disks=False))
+    plan = recs[0].plan if recs else plan
+    plan_file = work / "startup.yaml"
+    plan_file.write_text(plan.to_yaml())
+    runs = work / "runs"
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "versions": _versions(),
+                           "model": {"shape": shape, **built}, "plan": plan.to_dict(), "starts": []}
+    repeats = a.repeats + (1 if a.import_times else 0)
+    for rep in range(repeats):
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        traced = a.import_times and rep == repeats - 1
+        if traced:
+            env["PYTHONPROFILEIMPORTTIME"] = "1"
+        run, new = one_start([str(plan_file), "--force", "--runs-dir", str(runs)], env, runs, None)
+        _wait_step(run, 0, 2, timeout=600)
+        stop = _cli("stop", str(run), "--wait", "--runs-dir", str(runs), env=env)
+        row = {"repeat": rep, "kind": "new run", "import_traced": traced, **new}
+        if traced:
+            row["slowest_imports"] = {"cli": _imports(new.pop("cli_stderr")),
+                                      "supervisor+worker (worker.log)": _imports((run / "worker.log").read_text())}
+        row.pop("cli_stderr", None)
+        out["starts"].append(row)
+        if stop.returncode != 0:
+            row["stop"] = (stop.stdout + stop.stderr)[-500:]
+        print(json.dumps({k: row[k] for k in ("repeat", "kind", "first_step_s", "phases_s")}), flush=True)
+        _, res = one_start(["--resume", str(run), "--runs-dir", str(runs)], env, runs, run)
+        _cli("stop", str(run), "--now", "--wait", "--runs-dir", str(runs), env=env)
+        res.pop("cli_stderr", None)
+        rrow = {"repeat": rep, "kind": "resume", "import_traced": traced, **res}
+        out["starts"].append(rrow)
+        print(json.dumps({k: rrow[k] for k in ("repeat", "kind", "first_step_s", "phases_s")}), flush=True)
+        a.out.write_text(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
