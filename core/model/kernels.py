@@ -8,12 +8,16 @@ fused linear cross-entropy, which computes the head's matmul and the loss chunk 
 holds the full logits (b·s·V), except under ZeRO-3: there the head's weight is partitioned and
 gathered only when the head module itself runs, and the fused loss reads the weight directly.
 
-The estimator asks ``choose`` too (with the planning machine's GPU presence), so the budget and the
-worker agree on whether the logits are materialised.
+Planning (the estimator, ``fit``, the launch's checks) asks ``planned``, which never imports Triton or
+liger-kernel: importing liger-kernel imports transformers' model modules, 15-20 s on a GPU machine,
+which every ``zerotui train`` paid before its worker started. It looks the packages up without importing
+them and decides by the architecture table below; the worker's ``require`` imports Liger, applies it and
+has the last word.
 """
 from __future__ import annotations
 
 import functools
+import importlib.util
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -66,26 +70,57 @@ def choose(kernels: str, arch: str, stage: int, on_gpu: bool) -> KernelChoice:
     return KernelChoice(True, stage != 3, "on")
 
 
+def installed() -> tuple[bool, str]:
+    """(Triton and liger-kernel are installed, why not), found without importing either."""
+    for module, why in (("triton", "Triton is not installed; liger-kernel needs it"),
+                        ("liger_kernel", "liger-kernel is not installed")):
+        try:
+            if importlib.util.find_spec(module) is None:
+                return False, why
+        except (ImportError, ValueError):  # a broken package: the worker's import names it
+            return False, why
+    return True, ""
+
+
 def planned(kernels: str, arch: str, stage: int, on_gpu: bool) -> KernelChoice:
-    """``choose`` for planning on a machine that may not be the one that trains: without liger-kernel
-    installed here, a known architecture on a GPU counts as covered (the worker checks again)."""
-    choice = choose(kernels, arch, stage, on_gpu)
-    if choice.liger or kernels == "none" or not on_gpu or liger_status()[0]:
-        return choice
-    if arch in KNOWN_ARCHS:
-        return KernelChoice(True, stage != 3, "on (liger-kernel is checked where the run starts)")
-    return choice
+    """``choose`` for planning, without importing Liger (see the module docstring). On a machine without
+    liger-kernel installed — planning for another — a known architecture on a GPU counts as covered: the
+    worker checks again where the run starts."""
+    if kernels == "none":
+        return KernelChoice(False, False, "turned off in the plan")
+    if not on_gpu:
+        return KernelChoice(False, False, "no CUDA GPU: Liger's kernels run on NVIDIA/AMD GPUs only")
+    if arch not in KNOWN_ARCHS:
+        return KernelChoice(False, False, f"Liger has no kernels for the {arch!r} architecture")
+    here, _ = installed()
+    return KernelChoice(True, stage != 3, "on" if here else "on (liger-kernel is checked where the run starts)")
+
+
+def require_planned(plan: Any, arch: str, on_gpu: bool) -> None:
+    """The launch's check of ``kernels: liger`` (insisted on) without importing Liger: a machine that
+    plainly cannot use it is refused before the model loads; the worker's ``require`` checks the rest."""
+    if plan.kernels != "liger":
+        return
+    here, why = installed()
+    reason = ("no CUDA GPU: Liger's kernels run on NVIDIA/AMD GPUs only" if not on_gpu else
+              why if not here else
+              f"Liger has no kernels for the {arch!r} architecture" if arch not in KNOWN_ARCHS else None)
+    if reason is not None:
+        raise _insisted(reason)
 
 
 def require(plan: Any, arch: str, on_gpu: bool) -> KernelChoice:
     """The choice for a run that is about to train; ``kernels: liger`` that cannot apply is an error."""
     choice = choose(plan.kernels, arch, plan.stage, on_gpu)
     if plan.kernels == "liger" and not choice.liger:
-        raise ModelError(f"kernels: liger cannot be used here: {choice.reason}",
-                         "use --kernels auto (on where they work) or --kernels none"
-                         + ("; pip install liger-kernel" if "not installed" in choice.reason else ""),
-                         field="kernels")
+        raise _insisted(choice.reason)
     return choice
+
+
+def _insisted(reason: str) -> ModelError:
+    return ModelError(f"kernels: liger cannot be used here: {reason}",
+                      "use --kernels auto (on where they work) or --kernels none"
+                      + ("; pip install liger-kernel" if "not installed" in reason else ""), field="kernels")
 
 
 def apply(model: Any, choice: KernelChoice, note: Optional[Any] = None) -> None:

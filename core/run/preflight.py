@@ -40,11 +40,11 @@ def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = Fa
         check_writable(Path(plan.nvme_path).expanduser(), "the NVMe offload folder",
                        "give --nvme-path a folder on a local NVMe disk that you can write to")
     if plan.kernels == "liger":  # insisted on: refuse here, not after the model has loaded
+        from zerotui.core.model.kernels import require_planned
         from zerotui.core.model.spec import spec_for_plan
-        from zerotui.core.model.kernels import require
 
         spec = spec if spec is not None else spec_for_plan(plan)
-        require(plan, spec.arch, hardware.gpu_count > 0)
+        require_planned(plan, spec.arch, hardware.gpu_count > 0)
     budget = estimate(plan, hardware, spec)
     if budget.fits or force:
         return budget

@@ -88,3 +88,37 @@ def test_the_budget_with_kernels_is_smaller_by_the_logits_and_leaner_activations
     # the CPU budget of a machine with no GPU does not change
     cpu = Hardware(ram_total_bytes=64 * GiB, ram_available_bytes=60 * GiB, cpu_cores=2)
     assert estimate(Plan(kernels="none", **base), cpu).cpu_bytes == estimate(Plan(kernels="auto", **base), cpu).cpu_bytes
+
+
+@pytest.fixture
+def liger_that_must_not_import(tmp_path, monkeypatch):
+    """Triton and liger-kernel installed (found on sys.path), each raising if anything imports it."""
+    for name in ("triton", "liger_kernel"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "__init__.py").write_text(f"raise RuntimeError('planning imported {name}')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+
+def test_planning_finds_liger_without_importing_it(liger_that_must_not_import):
+    """Importing liger-kernel pulls in transformers' model modules (15-20 s on a GPU machine): the
+    estimate behind every launch, fit and keystroke must only look the packages up."""
+    assert kernels.installed() == (True, "")
+    assert kernels.planned("auto", "llama", 2, on_gpu=True) == kernels.KernelChoice(True, True, "on")
+    assert not kernels.planned("auto", "llama", 3, on_gpu=True).fused_ce
+    kernels.require_planned(Plan(kernels="liger"), "llama", on_gpu=True)  # a known architecture: no error
+    with pytest.raises(ModelError) as err:
+        kernels.require_planned(Plan(kernels="liger"), "gpt2", on_gpu=True)
+    assert "'gpt2'" in err.value.message and err.value.field == "kernels"
+    budget = estimate(Plan(model="llama-2-7b", method="lora", kernels="auto"), _gpu_box())
+    assert budget.gpu_bytes > 0  # the whole estimate ran on the lookup alone
+
+
+def test_the_launch_refuses_insisted_liger_without_a_gpu_or_the_package(monkeypatch):
+    with pytest.raises(ModelError) as err:
+        kernels.require_planned(Plan(kernels="liger"), "llama", on_gpu=False)
+    assert "no CUDA GPU" in err.value.message
+    monkeypatch.setattr(kernels.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModelError) as err:
+        kernels.require_planned(Plan(kernels="liger"), "llama", on_gpu=True)
+    assert "Triton is not installed" in err.value.message
+    kernels.require_planned(Plan(kernels="auto"), "llama", on_gpu=True)  # auto never refuses
