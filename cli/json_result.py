@@ -3,9 +3,11 @@ what was asked, ``{"error": ..., "exit_code": N}`` — so ``zerotui ... --json |
 or half-written stream. The one-line message for people still goes to stderr (cli/main.py)."""
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 
 def print_json(document: Any, indent: Optional[int] = None) -> None:
@@ -25,3 +27,20 @@ def wants_json(argv: Sequence[str], args: Any = None) -> bool:
         return bool(getattr(args, "json", False))
     head = list(argv)[: list(argv).index("--")] if "--" in argv else list(argv)
     return "--json" in head
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """While libraries work (an op build, a model load), whatever they print goes to stderr, so stdout
+    holds only the document. At the descriptor too: DeepSpeed's logger keeps the stdout it found at
+    import, and a compiler it starts writes to fd 1."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
