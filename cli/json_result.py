@@ -7,10 +7,11 @@ import contextlib
 import json
 import os
 import sys
-from typing import Any, Iterator, Optional, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 
-def print_json(document: Any, indent: Optional[int] = None) -> None:
+def print_json(document: Any, indent: int | None = None) -> None:
     # default=str: paths and timestamps a result carries print as text rather than failing at the end
     sys.stdout.write(json.dumps(document, indent=indent, default=str) + "\n")
     sys.stdout.flush()

@@ -100,7 +100,7 @@ class EventCursor:
             time.sleep(POLL_S)
 
 
-def finished_problem(paths: RunPaths, ev: dict) -> Optional[str]:
+def finished_problem(paths: RunPaths, ev: dict) -> str | None:
     """What went wrong with a run's end, as one line, or None when it completed or was stopped."""
     if ev.get("type") == "lost":
         return (f"the worker of {paths.name} is gone without finishing "
@@ -119,7 +119,7 @@ def finished_exit_code(paths: RunPaths, ev: dict, err: TextIO = sys.stderr) -> i
 
 
 def follow_run(paths: RunPaths, offset: int = 0, out: TextIO = sys.stdout,
-               seen: Optional[dict[str, Any]] = None) -> int:
+               seen: dict[str, Any] | None = None) -> int:
     """Print the run's events until it ends. Ctrl-C: graceful stop, again: stop now, a third: detach.
 
     ``seen`` (for --json) collects the run's end as it went by: ``total_steps``, the last ``step`` event

@@ -45,7 +45,6 @@ def build_ops(quiet: bool = False, as_json: bool = False) -> int:
 
 def _build_each(quiet: bool, out) -> list[dict]:
     import torch
-
     from zerotui.core.deepspeed.prebuild import all_ops, build, is_built
 
     ops: list[dict] = []

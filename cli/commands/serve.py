@@ -42,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
     url = f"{server.public_url}/" + (f"?token={token}" if token else "")
     if args.json:
         from rich.console import Console
-
         from zerotui.cli.json_result import print_json
 
         server.console = Console(stderr=True)  # its banner and request log: stdout is the one document

@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Optional
 
 from zerotui.cli.plan_options import add_plan_options, plan_from_args
 from zerotui.core.errors import RunError
@@ -51,7 +50,7 @@ def _runs_dir(args: argparse.Namespace) -> Path:
     return Path(given).expanduser() if given else default_runs_dir()
 
 
-def _start_driver(paths, foreground: bool, as_json: bool = False, started: Optional[dict] = None) -> int:
+def _start_driver(paths, foreground: bool, as_json: bool = False, started: dict | None = None) -> int:
     from zerotui.cli.json_result import print_json
     from zerotui.core.sweep.start import start_driver
 
