@@ -42,14 +42,23 @@ MODULES: dict[str, str] = {"import": "import_config"}
 EXIT_USAGE = 2
 
 
+class UsageExit(SystemExit):
+    """argparse's exit for a usage error, carrying its one line (for --json's error document)."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(EXIT_USAGE)
+        self.line = line
+
+
 class OneLineParser(argparse.ArgumentParser):
     """argparse prints usage plus an error over several lines; users get one line that names the option."""
 
     def error(self, message: str) -> "None":  # type: ignore[override]
         if len(message) > 400:  # argparse quotes the value: a 5,001-digit --seq-len is not worth a 5 KB line
             message = message[:397] + "..."
-        sys.stderr.write(f"{self.prog}: {message} (see `{self.prog} --help`)\n")
-        sys.exit(EXIT_USAGE)
+        line = f"{self.prog}: {message} (see `{self.prog} --help`)"
+        sys.stderr.write(line + "\n")
+        raise UsageExit(line)
 
 
 def _command_module(name: str):
@@ -85,18 +94,25 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> Optional[argparse.
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from zerotui.cli.json_result import error_document, print_json, wants_json
     from zerotui.core.errors import ZeroTuiError
 
     chosen = next((a for a in argv if a in COMMANDS), None)
     # Help for the whole program imports every command's arguments; anything else only the chosen one.
     only = None if (chosen is None and any(a in ("-h", "--help") for a in argv)) else chosen
     parser = build_parser(only=only or "__none__")
-    args, extra = parser.parse_known_args(argv)
-    if extra:
-        # The top parser would report these as `zerotui: unrecognized arguments` and point at
-        # `zerotui --help`; the subcommand's own help is the one that lists its options.
-        sub = _subparser(parser, args.command) if args.command else None
-        (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # The top parser would report these as `zerotui: unrecognized arguments` and point at
+            # `zerotui --help`; the subcommand's own help is the one that lists its options.
+            sub = _subparser(parser, args.command) if args.command else None
+            (sub or parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    except UsageExit as usage:
+        if wants_json(argv):
+            print_json(error_document(usage.line, EXIT_USAGE))
+        raise
+    as_json = wants_json(argv, args)
     try:
         if args.version:
             from importlib.metadata import version
@@ -110,9 +126,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return int(_command_module(args.command).run(args) or 0)
     except ZeroTuiError as err:
         sys.stderr.write(f"zerotui: {err.one_line()}\n")
+        if as_json:
+            print_json(error_document(err.one_line(), err.exit_code, field=err.field))
         return err.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("zerotui: interrupted\n")
+        if as_json:
+            print_json(error_document("interrupted", 130))
         return 130
     except BrokenPipeError:
         # `zerotui runs | head` closes the pipe early: not an error worth a message.
@@ -122,8 +142,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # A full disk, a folder turned read-only under a run: the machine's doing, not the input's, so
         # exit 1 (not 2), and one line naming the file instead of a traceback.
         where = f"{err.filename}: " if err.filename else ""
-        sys.stderr.write(f"zerotui: {where}{err.strerror or err} (free some space or fix the permissions, "
-                         "then run the command again)\n")
+        line = (f"{where}{err.strerror or err} (free some space or fix the permissions, "
+                "then run the command again)")
+        sys.stderr.write(f"zerotui: {line}\n")
+        if as_json:
+            print_json(error_document(line, 1, path=err.filename))
         return 1
 
 

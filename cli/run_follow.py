@@ -100,25 +100,39 @@ class EventCursor:
             time.sleep(POLL_S)
 
 
-def finished_exit_code(paths: RunPaths, ev: dict, err: TextIO = sys.stderr) -> int:
+def finished_problem(paths: RunPaths, ev: dict) -> str | None:
+    """What went wrong with a run's end, as one line, or None when it completed or was stopped."""
     if ev.get("type") == "lost":
-        err.write(f"zerotui: the worker of {paths.name} is gone without finishing "
-                  f"(killed? see {paths.log}); `zerotui resume {paths.name}` continues it\n")
-        return 1
+        return (f"the worker of {paths.name} is gone without finishing "
+                f"(killed? see {paths.log}); `zerotui resume {paths.name}` continues it")
     if ev.get("state") == "failed":
-        err.write(f"zerotui: run {paths.name} failed: {ev.get('reason')} (log: {paths.log})\n")
+        return f"run {paths.name} failed: {ev.get('reason')} (log: {paths.log})"
+    return None
+
+
+def finished_exit_code(paths: RunPaths, ev: dict, err: TextIO = sys.stderr) -> int:
+    problem = finished_problem(paths, ev)
+    if problem is not None:
+        err.write(f"zerotui: {problem}\n")
         return 1
     return 0
 
 
-def follow_run(paths: RunPaths, offset: int = 0, out: TextIO = sys.stdout) -> int:
-    """Print the run's events until it ends. Ctrl-C: graceful stop, again: stop now, a third: detach."""
+def follow_run(paths: RunPaths, offset: int = 0, out: TextIO = sys.stdout,
+               seen: dict[str, Any] | None = None) -> int:
+    """Print the run's events until it ends. Ctrl-C: graceful stop, again: stop now, a third: detach.
+
+    ``seen`` (for --json) collects the run's end as it went by: ``total_steps``, the last ``step`` event
+    and the ``end`` (run_finished, or {"type": "lost"})."""
     total: dict[str, Any] = {"steps": None}
+    seen = {} if seen is None else seen
     interrupts = 0
 
     def show(ev: dict) -> None:
         if ev.get("type") == "run_started":
-            total["steps"] = ev.get("total_steps")
+            total["steps"] = seen["total_steps"] = ev.get("total_steps")
+        if ev.get("type") == "step":
+            seen["step"] = ev
         line = format_event(ev, total["steps"])
         if line is not None and ev.get("type") != "run_finished":
             out.write(line + "\n")
@@ -143,6 +157,7 @@ def follow_run(paths: RunPaths, offset: int = 0, out: TextIO = sys.stdout) -> in
                 return 130
             out.flush()
     assert ev is not None
+    seen["end"] = ev
     if ev.get("type") == "run_finished" and ev.get("state") != "failed":  # failures go to stderr below
         out.write(format_event(ev) + "\n")
         out.flush()

@@ -7,6 +7,7 @@ CI can gate on it), 2 for bad arguments like every other command.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
 import sys
@@ -28,35 +29,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "machine, instead of during a run's start")
 
 
-def build_ops(quiet: bool = False) -> int:
-    """``--build-ops``: every op a plan on this machine may load; exit 1 when one cannot be built."""
-    import torch
+def build_ops(quiet: bool = False, as_json: bool = False) -> int:
+    """``--build-ops``: every op a plan on this machine may load; exit 1 when one cannot be built. With
+    ``as_json`` the progress lines go to stderr and stdout gets {ok, ops: [{name, state, seconds, error}]}."""
+    from zerotui.cli.json_result import print_json, stdout_to_stderr
 
+    # DeepSpeed's import and its builders print on stdout (its accelerator notice, "Loading extension")
+    with stdout_to_stderr() if as_json else contextlib.nullcontext():
+        ops = _build_each(quiet, sys.stderr if as_json else sys.stdout)
+    code = 1 if any(op["state"] == "failed" for op in ops) else 0
+    if as_json:
+        print_json({"ok": code == 0, "ops": ops, "exit_code": code}, indent=2)
+    return code
+
+
+def _build_each(quiet: bool, out) -> list[dict]:
+    import torch
     from zerotui.core.deepspeed.prebuild import all_ops, build, is_built
 
-    failed = 0
+    ops: list[dict] = []
     for name in all_ops(torch.cuda.is_available()):
         if is_built(name):
+            ops.append({"name": name, "state": "built already", "seconds": None})
             if not quiet:
-                print(f"{name}: already built")
+                print(f"{name}: already built", file=out)
             continue
         if not quiet:
-            print(f"{name}: building (about a minute)...", flush=True)
+            print(f"{name}: building (about a minute)...", file=out, flush=True)
         try:
             seconds = build(name)
         except Exception as err:  # noqa: BLE001 - a compiler or CUDA toolkit problem: `zerotui doctor` explains
-            failed += 1
-            print(f"{name}: could not be built ({str(err).splitlines()[0][:200] if str(err) else type(err).__name__}); "
-                  "`zerotui doctor` lists what is missing")
+            why = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+            ops.append({"name": name, "state": "failed", "seconds": None, "error": why})
+            print(f"{name}: could not be built ({why}); `zerotui doctor` lists what is missing", file=out)
             continue
+        ops.append({"name": name, "state": "built", "seconds": round(seconds, 1)})
         if not quiet:
-            print(f"{name}: built in {seconds:.0f} s")
-    return 1 if failed else 0
+            print(f"{name}: built in {seconds:.0f} s", file=out)
+    return ops
 
 
 def run(args: argparse.Namespace) -> int:
     if args.build_ops:
-        return build_ops()
+        return build_ops(as_json=args.json)
     from zerotui.core.doctor.report import collect, render_text
     from zerotui.core.hardware.detect import detect, measure_write, parse_size
 

@@ -15,6 +15,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--out", required=True, type=Path, metavar="DIR",
                         help="folder to write ds_config.json, plan.yaml and launch.sh into")
     parser.add_argument("--force", action="store_true", help="replace those files if they exist")
+    parser.add_argument("--json", action="store_true",
+                        help="print {out, files, world_size, train_batch, notes, launch} as JSON")
     add_plan_options(parser)
 
 
@@ -26,5 +28,14 @@ def run(args: argparse.Namespace) -> int:
                         "e.g. `zerotui export tiny-cpu-demo -o ./demo` (`zerotui presets` lists them)")
     plan = plan_from_args(args, args.source)
     source = args.source or args.plan_preset or str(args.plan_file)
-    print(export_plan(plan, args.out, source, force=args.force).summary())
+    result = export_plan(plan, args.out, source, force=args.force)
+    if args.json:
+        from zerotui.cli.json_result import print_json
+        from zerotui.core.export.deepspeed_cli import FILES
+
+        print_json({"out": str(result.out), "files": {name: str(result.out / name) for name in FILES},
+                    "world_size": result.world, "train_batch": result.train_batch, "notes": result.notes,
+                    "launch": str(result.out / "launch.sh")})
+        return 0
+    print(result.summary())
     return 0

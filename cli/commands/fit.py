@@ -1,10 +1,14 @@
 """`zerotui fit [PRESET|PLAN.yaml] [PLAN OPTIONS] [--gpu-mem ..] [--ram ..] [--json]`: the ways to run the
-plan's job that fit this (or the stated) machine, fastest first; what would help when none does."""
+plan's job that fit this (or the stated) machine, fastest first; what would help when none does.
+
+Exit codes as for ``estimate``: 0 something fits, 3 nothing does (the list of what would help is still
+printed, or ``why_nothing_fits`` with --json), 2 bad input, 1 the machine failed us."""
 from __future__ import annotations
 
 import argparse
 import json
 
+from zerotui.cli.commands.estimate import EXIT_DOES_NOT_FIT
 from zerotui.cli.hardware_options import add_hardware_options, hardware_from_args
 from zerotui.cli.plan_options import add_plan_options, plan_from_args
 
@@ -54,12 +58,12 @@ def run(args: argparse.Namespace) -> int:
                                                           "micro_batch", "grad_accum", "grad_ckpt")},
                 "budget": r.budget.to_dict()} for i, r in enumerate(recs)],
             "why_nothing_fits": why}, indent=1, default=str))
-        return 0 if recs else 1
+        return 0 if recs else EXIT_DOES_NOT_FIT
     if not recs:
         print("nothing fits:")
         for line in why:
             print(f"  {line}")
-        return 1
+        return EXIT_DOES_NOT_FIT
     print(f"{len(recs)} fastest plan(s) that fit, for the same job ({plan.micro_batch * plan.grad_accum} "
           f"sequences of {plan.seq_len} tokens per GPU per step):")
     for i, r in enumerate(recs):

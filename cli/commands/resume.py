@@ -12,7 +12,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--force", action="store_true",
                         help="resume even when the memory estimate says the plan does not fit")
     parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
-    parser.add_argument("--json", action="store_true", help="print {run, path, pid} as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print {run, path, pid} as JSON; with --foreground, the run's end once it has ended")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,6 +29,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         print(f"continuing from the checkpoint at step {step}" if step is not None
               else "no complete checkpoint yet: the run starts again from step 0")
+    if args.foreground and args.json:
+        from zerotui.cli.foreground_json import follow_as_json
+
+        return follow_as_json(paths, offset, resumed=True)
     if args.foreground:
         sys.stdout.flush()
         return follow_run(paths, offset)

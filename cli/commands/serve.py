@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the URL browsers use to reach this server, when it differs (a proxy, 0.0.0.0)")
     parser.add_argument("--allow-control", action="store_true",
                         help="let the browser pause, checkpoint, stop and resume runs (default: read-only)")
+    parser.add_argument("--json", action="store_true",
+                        help="print {run, path, url, read_only} as one JSON line once the address is known "
+                             "(the server's own lines go to stderr)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +40,14 @@ def run(args: argparse.Namespace) -> int:
     command = served_command(str(paths.root), None, args.allow_control)
     server = make_server(command, args.host, args.port, token, args.public_url)
     url = f"{server.public_url}/" + (f"?token={token}" if token else "")
-    mode = "controls allowed" if args.allow_control else "read-only"
-    print(f"zerotui serve: run {paths.name} at {url} ({mode}); Ctrl+C stops the server, not the run", flush=True)
+    if args.json:
+        from rich.console import Console
+        from zerotui.cli.json_result import print_json
+
+        server.console = Console(stderr=True)  # its banner and request log: stdout is the one document
+        print_json({"run": paths.name, "path": str(paths.root), "url": url, "read_only": not args.allow_control})
+    else:
+        mode = "controls allowed" if args.allow_control else "read-only"
+        print(f"zerotui serve: run {paths.name} at {url} ({mode}); Ctrl+C stops the server, not the run", flush=True)
     server.serve()
     return 0

@@ -37,7 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the sweep screen: trials, the best so far, a chart of the objective")
     parser.add_argument("--resume", metavar="SWEEP", help="start a sweep's driver again")
     parser.add_argument("--stop", metavar="SWEEP", help="stop a sweep (its running trials stop with a checkpoint)")
-    parser.add_argument("--json", action="store_true", help="with --show: one JSON object")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object: the sweep started or stopped ({sweep, path, pid, ...}), its "
+                             "trials with --show, its summary at the end with --foreground")
     add_plan_options(parser)
 
 
@@ -48,17 +50,38 @@ def _runs_dir(args: argparse.Namespace) -> Path:
     return Path(given).expanduser() if given else default_runs_dir()
 
 
-def _start_driver(paths, foreground: bool) -> int:
+def _start_driver(paths, foreground: bool, as_json: bool = False, started: dict | None = None) -> int:
+    from zerotui.cli.json_result import print_json
     from zerotui.core.sweep.start import start_driver
 
     if foreground:
-        return subprocess.call([sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)])
+        # --json: the driver's lines go to stderr (fd 2: a child process has no sys.stderr object)
+        code = subprocess.call([sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)],
+                               stdout=2 if as_json else None)
+        if as_json:
+            from zerotui.core.sweep.report import summary
+
+            print_json({**summary(paths), "exit_code": code}, indent=1)
+        return code
     pid = start_driver(paths)
+    if as_json:
+        print_json({"sweep": paths.name, "path": str(paths.root), "pid": pid, **(started or {})})
+        return 0
     print(f"sweep {paths.name} started (driver pid {pid})")
     print(f"  folder: {paths.root}")
     print(f"  watch:  zerotui sweep --watch {paths.name}   (or --show; each trial is a run: zerotui runs)")
     print(f"  stop:   zerotui sweep --stop {paths.name}")
     return 0
+
+
+def _what_starts(paths, resumed: bool) -> dict:
+    """What --json says a started sweep will do, from its spec: the same for a new and a resumed one."""
+    from zerotui.core.sweep.folder import read_spec
+    from zerotui.core.sweep.space import Param
+
+    spec = read_spec(paths)
+    return {"resumed": resumed, "trials": int(spec["trials"]), "parallel": int(spec.get("parallel", 1)),
+            "space": [Param.from_dict(p).describe() for p in spec["space"]]}
 
 
 def _check_machine(paths, asked: int) -> None:
@@ -94,7 +117,13 @@ def run(args: argparse.Namespace) -> int:
         paths = find_sweep(runs_dir, args.stop)
         if not driver_alive(paths):
             raise RunError(f"sweep {paths.name} is not running", f"`zerotui sweep --resume {paths.name}` starts it")
-        os.kill(int(read_status(paths)["pid"]), signal.SIGTERM)
+        pid = int(read_status(paths)["pid"])
+        os.kill(pid, signal.SIGTERM)
+        if args.json:
+            from zerotui.cli.json_result import print_json
+
+            print_json({"sweep": paths.name, "path": str(paths.root), "pid": pid, "stopping": True})
+            return 0
         print(f"stopping sweep {paths.name}: its running trials save a checkpoint and stop")
         return 0
     if args.resume:
@@ -102,13 +131,15 @@ def run(args: argparse.Namespace) -> int:
         if driver_alive(paths):
             raise RunError(f"sweep {paths.name} is running already", f"`zerotui sweep --show {paths.name}`")
         _check_machine(paths, args.parallel)
-        return _start_driver(paths, args.foreground)
+        return _start_driver(paths, args.foreground, args.json, _what_starts(paths, resumed=True))
     from zerotui.core.sweep.start import prepare_sweep, runs_dir_for
 
     plan = plan_from_args(args, args.source)
     runs_dir = runs_dir_for(plan, getattr(args, "plan__runs_dir", None))
     paths, space = prepare_sweep(plan, args.space, args.trials, runs_dir, seed=args.sampler_seed, force=args.force,
                                  parallel=args.parallel)
+    if args.json:
+        return _start_driver(paths, args.foreground, True, _what_starts(paths, resumed=False))
     print(f"search space: {'; '.join(p.describe() for p in space)}; {args.trials} trials"
           + (f", {args.parallel} at a time" if args.parallel > 1 else ""))
     return _start_driver(paths, args.foreground)

@@ -19,7 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="launch even when the memory estimate says the plan does not fit")
     parser.add_argument("--resume", metavar="RUN",
                         help="continue RUN from its last complete checkpoint (its own plan is used)")
-    parser.add_argument("--json", action="store_true", help="print {run, path, pid} as JSON")
+    parser.add_argument("--json", action="store_true",
+                        help="print {run, path, pid} as JSON; with --foreground, the run's end "
+                             "{run, path, state, step, loss, reason, exit_code} once it has ended")
     add_plan_options(parser)
 
 
@@ -56,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_from_args(args, args.source)
         offset = 0
         paths = start_run(plan, runs_dir=Path(plan.runs_dir) if plan.runs_dir else None, force=args.force)
+    if args.foreground and args.json:
+        from zerotui.cli.foreground_json import follow_as_json
+
+        return follow_as_json(paths, offset, resumed=bool(args.resume))
     if args.foreground:
         print(f"run {paths.name} in {paths.root} (Ctrl-C stops it gracefully)")
         sys.stdout.flush()

@@ -16,7 +16,7 @@ def _cli_lines(monkeypatch, capsys) -> list[str]:
     # the CLI detects the machine under what is stated: the same base as the wizard's, no NVMe disk
     monkeypatch.setattr("zerotui.core.hardware.detect.detect", lambda probe_disks=True: cpu_only())
     capsys.readouterr()
-    assert cli_main(["fit", PRESET, "--gpu-mem", "24GiB", "--ram", "64GiB"]) == 1  # 1: nothing fits
+    assert cli_main(["fit", PRESET, "--gpu-mem", "24GiB", "--ram", "64GiB"]) == 3  # 3: nothing fits
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "nothing fits:"
     return [line.strip() for line in out[1:]]

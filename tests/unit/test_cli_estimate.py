@@ -70,7 +70,13 @@ def test_fit_lists_fastest_first_and_json(capsys):
     assert all(r["budget"]["fits"] for r in recs)
 
 
-def test_fit_when_nothing_fits_explains_and_exits_1(capsys):
-    code, out, _ = run(capsys, "fit", "--model", "llama-2-70b", "--gpu-mem", "24GiB", "--ram", "64GiB")
-    assert code == 1
+def test_fit_when_nothing_fits_explains_and_exits_3_like_estimate(capsys):
+    plan = ["--model", "llama-2-70b", "--gpu-mem", "24GiB", "--ram", "64GiB"]
+    code, out, _ = run(capsys, "fit", *plan)
+    assert code == 3  # estimate's "does not fit": 1 is kept for a machine that failed us
     assert "nothing fits" in out and "RAM" in out
+    why = [line.strip() for line in out.splitlines()[1:]]
+    code, out, _ = run(capsys, "fit", *plan, "--json")
+    data = json.loads(out)
+    assert code == 3 and data["recommendations"] == [] and data["why_nothing_fits"] == why
+    assert run(capsys, "estimate", *plan)[0] == 3  # the same verdict from both commands

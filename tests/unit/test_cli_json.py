@@ -1,6 +1,7 @@
 """`--json` on every command that prints a result: stdout is exactly one JSON document (json.loads of
-the whole of it), errors stay one line on stderr with their exit codes; and `estimate`'s exit code is its
-verdict (0 fits, 3 does not fit, 2 bad input)."""
+the whole of it); an error is the document {"error", "exit_code"} there, with its one line on stderr and
+the same exit code as without --json; and `estimate`'s exit code is its verdict (0 fits, 3 does not fit,
+2 bad input)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,13 @@ from run_events import wait_until
 from sweep_fixture import TRIALS, make_sweep
 from test_cli_runs import fake_finished_run
 from worker_runs import finish, make_run, start_worker, step_reached
+
+
+def json_error(out: str, code: int, err: str) -> dict:
+    """The error document: one line on stderr (zerotui: ...), the same words and exit code on stdout."""
+    doc = json.loads(out)
+    assert doc["exit_code"] == code and len(err.splitlines()) == 1 and doc["error"] in err, (out, err)
+    return doc
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess:
@@ -38,7 +46,9 @@ def test_estimate_exit_code_is_the_verdict(capsys, plan, fits):
 
 def test_estimate_bad_input_is_still_2_with_json(capsys):
     code, out, err = run(capsys, "estimate", "--model", "llama-2-7b", "--stage", "7", "--json")
-    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "--stage" in err
+    assert code == 2 and "--stage" in json_error(out, 2, err)["error"]  # argparse's own refusal
+    code, out, err = run(capsys, "estimate", "--model", "llama-2-7b", "--lora-r", "0", "--method", "lora", "--json")
+    assert code == 2 and "field 'lora_r'" in json_error(out, 2, err)["error"]  # the Plan's own refusal
 
 
 # -- one JSON document per command ----------------------------------------------------------------------
@@ -61,7 +71,7 @@ def test_presets_runs_and_attach_listing(capsys, tmp_path):
     one = json.loads(out)
     assert code == 0 and one["default"] == old.name and [(r["name"], r["step"]) for r in one["runs"]] == [(old.name, 10)]
     code, out, err = run(capsys, "attach", "nosuch", "--json", "--runs-dir", str(runs))
-    assert code == 2 and out == "" and "no run named 'nosuch'" in err
+    assert code == 2 and "no run named 'nosuch'" in json_error(out, 2, err)["error"]
 
 
 def test_import_json_also_with_out_file(capsys, tmp_path):
@@ -108,4 +118,4 @@ def test_stop_json_reports_ack_and_end(tmp_path):
     assert proc.pid in data["exit"]["pids"] and data["exit"]["alive"] == []
     assert finish(proc, paths)["finished"]["state"] == "stopped"
     again = cli("stop", paths.name, "--json", "--runs-dir", str(paths.root.parent))
-    assert again.returncode == 2 and again.stdout == "" and "has already ended: stopped" in again.stderr
+    assert again.returncode == 2 and "has already ended: stopped" in json_error(again.stdout, 2, again.stderr)["error"]

@@ -18,6 +18,10 @@ CASES = [
     ("zerotui train tiny-", ["tiny-cpu-demo"]),
     ("zerotui completion ", ["bash", "zsh"]),
     ("zerotui stop --j", ["--json"]),
+    ("zerotui train --method ", ["full", "lora", "qlora"]),
+    ("zerotui merge --format ", ["safetensors", "bnb-4bit", "gguf"]),
+    ("zerotui export tiny-cpu-demo -o out --j", ["--json"]),
+    ("zerotui doctor --build-ops --j", ["--json"]),
 ]
 
 
@@ -67,6 +71,47 @@ def test_every_plan_option_is_in_the_script(bash_script):
     assert "--offload-params" in flags and "--ds-overrides" in flags
     assert [f for f in flags if f not in text] == []
     assert "python" not in text.lower()  # static: pressing TAB starts no interpreter
+
+
+def _subparsers():
+    parser = build_parser(only=None)
+    (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return sub.choices
+
+
+def test_every_command_and_every_flag_of_each_is_in_the_script(bash_script):
+    text = bash_script.read_text()
+    missing = [f"{name} {flag}" for name, p in _subparsers().items() for a in p._actions for flag in a.option_strings
+               if flag not in text]
+    assert missing == []
+    r = subprocess.run(["bash", str(TESTS / "helpers" / "complete_bash.sh"), str(bash_script), "zerotui "],
+                       check=False, capture_output=True, text=True, timeout=60)
+    assert set(_subparsers()) <= set(r.stdout.split()), r.stdout  # TAB after `zerotui ` offers every command
+
+
+def _choice_options():
+    """Every option with a fixed set of values, of every command: plan options from the Plan's Literal
+    fields (--method, --precision, --attention, ...) and the commands' own (merge --format, ...)."""
+    seen = {}
+    for name, p in _subparsers().items():
+        for a in p._actions:
+            if a.choices and a.option_strings and (a.option_strings[-1] not in seen or name == "estimate"):
+                seen[a.option_strings[-1]] = (name, [str(c) for c in a.choices])
+    return sorted((name, flag, choices) for flag, (name, choices) in seen.items())
+
+
+def test_enum_options_are_many():
+    flags = {flag for _, flag, _ in _choice_options()}
+    assert {"--method", "--precision", "--offload-params", "--attention", "--lr-schedule", "--data-format",
+            "--quant-type", "--format", "--dtype"} <= flags
+
+
+@pytest.mark.parametrize("command,flag,choices", _choice_options())
+def test_an_enum_option_completes_its_values(bash_script, command, flag, choices):
+    r = subprocess.run(["bash", str(TESTS / "helpers" / "complete_bash.sh"), str(bash_script),
+                        f"zerotui {command} {flag} "], check=False, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert sorted(r.stdout.split()) == sorted(choices), r.stdout
 
 
 def test_unknown_shell_is_a_usage_error():
