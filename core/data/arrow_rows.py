@@ -53,8 +53,11 @@ def scatter_lists(part: Rows, name: str, out: np.ndarray, starts: np.ndarray) ->
     """Copy row ``part.rows[i]``'s list ``name`` to ``out[starts[i]:starts[i] + its length]``, for every i."""
     if not len(part):
         return
-    order = np.argsort(part.rows, kind="stable")
-    ranked = part.rows[order]
+    # One source without a mix: the rows are already ascending (the split keeps their order), so the
+    # two extra row-sized arrays of a sort are not needed.
+    ascending = bool(np.all(part.rows[1:] >= part.rows[:-1]))
+    order = None if ascending else np.argsort(part.rows, kind="stable")
+    ranked = part.rows if order is None else part.rows[order]
     base = 0
     for chunk in part.table.column(name).chunks:
         n = len(chunk)
@@ -67,7 +70,8 @@ def scatter_lists(part: Rows, name: str, out: np.ndarray, starts: np.ndarray) ->
                 local = ranked[a:b] - base
                 src = offsets[local].astype(np.int64)
                 lengths = offsets[local + 1].astype(np.int64) - src
-                out[spans(starts[order[a:b]], lengths)] = values[spans(src, lengths)]
+                dst = starts[a:b] if order is None else starts[order[a:b]]
+                out[spans(dst, lengths)] = values[spans(src, lengths)]
         base += n
 
 

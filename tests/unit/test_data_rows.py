@@ -96,6 +96,11 @@ def test_scatter_reads_every_chunk_in_any_order_with_repeats():
     out = np.full(int(lengths.sum()), -1, dtype=np.int32)
     scatter_lists(Rows(table, order), "input_ids", out, starts)
     assert out.tolist() == [t for r in want for t in r]
+    kept = np.flatnonzero(rng.random(len(expect)) < 0.6)  # ascending, with gaps: the one-source path
+    lengths = np.array([len(expect[i]) for i in kept], dtype=np.int64)
+    out = np.full(int(lengths.sum()), -1, dtype=np.int32)
+    scatter_lists(Rows(table, kept), "input_ids", out, np.concatenate([[0], np.cumsum(lengths)[:-1]]))
+    assert out.tolist() == [t for i in kept for t in expect[i]]
 
 
 def test_rows_of_follows_datasets_selects_and_spans_are_exact():
