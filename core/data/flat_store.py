@@ -55,9 +55,9 @@ def read_store(folder: Path) -> Optional[tuple[dict[str, TokenSet], dict]]:
 
 
 def _write_set(folder: Path, name: str, part: Rows, packing: bool, seq_len: int) -> int:
-    lengths = scalars(part, "length").astype(np.int64)
+    lengths = scalars(part, "length")  # int32: a row fits seq_len; the sums below are int64
     docs = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=docs[1:])
+    np.cumsum(lengths, dtype=np.int64, out=docs[1:])
     total = int(docs[-1])
     ids = _array(folder / f"{name}.ids.npy", np.int32, total)
     labels = _array(folder / f"{name}.labels.npy", np.int32, total)

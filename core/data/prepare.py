@@ -191,6 +191,7 @@ def _assemble(plan: Any, tokenizer: Any, tok_fp: str, entries: list, root: Path,
     if eval_idx is not None:
         sets["eval"] = mixed.take(eval_idx)
     report.rows_used = len(mixed)
+    del mixed, train_idx, eval_idx  # row-sized arrays that the sets now hold in their own order
 
     def counted(counts: dict[str, int]) -> dict:
         report.train_sequences, report.eval_sequences = counts["train"], counts.get("eval", 0)
