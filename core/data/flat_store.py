@@ -1,9 +1,9 @@
 """The assembled train / eval sets on disk as flat ``.npy`` arrays, opened memory-mapped.
 
 A ``TokenSet`` is three flat arrays (ids, labels, offsets; plus document offsets when packed). Written
-here from the mixed, split Arrow rows (``arrow_rows``: chunk by chunk, never row objects) and opened with ``numpy.load(mmap_mode="c")``,
-the training process holds only the pages it reads: host memory stays flat as the data grows, and a
-resume opens the set in a moment. The folder is written under a temporary name and renamed whole, so
+here from the mixed, split Arrow rows (``arrow_rows``: chunk by chunk, never an object per row) and
+opened with ``numpy.load(mmap_mode="c")``, the training process holds only the pages it reads: host
+memory stays flat as the data grows, and a resume opens the set in a moment. The folder is written under a temporary name and renamed whole, so
 a reader never sees half a set (a crash or a full disk leaves no folder at all).
 """
 from __future__ import annotations
