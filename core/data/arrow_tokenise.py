@@ -100,7 +100,10 @@ def tokenise_source(src: Source, plan: Any, tokenizer: Any, tokenizer_fp: str, c
     if bad_idx.size:
         result.bad_examples = list(tok.select(bad_idx[:BAD_EXAMPLES].tolist())["why"])
     keep = np.flatnonzero(status == OK)
-    result.dataset = tok.select_columns(["input_ids", "labels", "length"]).select(keep)
+    usable = tok.select_columns(["input_ids", "labels", "length"])
+    # Every row usable (the usual case): no indices mapping at all, rather than datasets walking 1M
+    # numbers in Python to find out that they are contiguous.
+    result.dataset = usable if keep.size == len(tok) else usable.select(keep)
     return result
 
 

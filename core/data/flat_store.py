@@ -1,9 +1,9 @@
 """The assembled train / eval sets on disk as flat ``.npy`` arrays, opened memory-mapped.
 
 A ``TokenSet`` is three flat arrays (ids, labels, offsets; plus document offsets when packed). Written
-here batch by batch from the mixed, split Arrow dataset and opened with ``numpy.load(mmap_mode="c")``,
-the training process holds only the pages it reads: host memory stays flat as the data grows, and a
-resume opens the set in a moment. The folder is written under a temporary name and renamed whole, so
+here from the mixed, split Arrow rows (``arrow_rows``: chunk by chunk, never an object per row) and
+opened with ``numpy.load(mmap_mode="c")``, the training process holds only the pages it reads: host
+memory stays flat as the data grows, and a resume opens the set in a moment. The folder is written under a temporary name and renamed whole, so
 a reader never sees half a set (a crash or a full disk leaves no folder at all).
 """
 from __future__ import annotations
@@ -16,17 +16,15 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
-from zerotui.core.data.arrow_tokenise import column
+from zerotui.core.data.arrow_rows import Rows, scalars, scatter_lists
 from zerotui.core.data.tokenise import IGNORE, TokenSet, pack_groups
 
-#: Rows copied from Arrow at a time while writing.
-WRITE_BATCH = 8192
 NAMES = ("ids", "labels", "offsets", "doc_offsets")
 
 
-def write_store(folder: Path, sets: dict[str, Any], packing: bool, seq_len: int,
+def write_store(folder: Path, sets: dict[str, Rows], packing: bool, seq_len: int,
                 report: Callable[[dict[str, int]], dict]) -> dict[str, TokenSet]:
-    """Write ``sets`` (name -> datasets.Dataset with input_ids, labels, length) to ``folder``; their TokenSets.
+    """Write ``sets`` (name -> rows of a table with input_ids, labels, length) to ``folder``; their TokenSets.
     ``report`` gets the number of sequences of each set and returns what report.json holds."""
     tmp = folder.with_name(f".{folder.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -56,20 +54,16 @@ def read_store(folder: Path) -> Optional[tuple[dict[str, TokenSet], dict]]:
         return None
 
 
-def _write_set(folder: Path, name: str, ds: Any, packing: bool, seq_len: int) -> int:
-    lengths = column(ds, "length").astype(np.int64)
+def _write_set(folder: Path, name: str, part: Rows, packing: bool, seq_len: int) -> int:
+    lengths = scalars(part, "length")  # int32: a row fits seq_len; the sums below are int64
     docs = np.zeros(lengths.size + 1, dtype=np.int64)
-    np.cumsum(lengths, out=docs[1:])
+    np.cumsum(lengths, dtype=np.int64, out=docs[1:])
     total = int(docs[-1])
     ids = _array(folder / f"{name}.ids.npy", np.int32, total)
     labels = _array(folder / f"{name}.labels.npy", np.int32, total)
-    pos = 0
-    for table in ds.with_format("arrow").iter(batch_size=WRITE_BATCH):
-        flat_ids = np.asarray(table.column("input_ids").combine_chunks().flatten(), dtype=np.int32)
-        flat_labels = np.asarray(table.column("labels").combine_chunks().flatten(), dtype=np.int32)
-        ids[pos:pos + flat_ids.size] = flat_ids
-        labels[pos:pos + flat_labels.size] = flat_labels
-        pos += flat_ids.size
+    if total:
+        scatter_lists(part, "input_ids", ids, docs[:-1])
+        scatter_lists(part, "labels", labels, docs[:-1])
     if packing:
         # The first label of every packed document is never a target: see ``tokenise.pack``.
         labels[docs[:-1][lengths > 0]] = IGNORE

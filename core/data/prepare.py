@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
+from zerotui.core.data.arrow_rows import rows_of
 from zerotui.core.data.arrow_tokenise import tokenise_source
 from zerotui.core.data.files import BadRows
 from zerotui.core.data.flat_store import read_store, write_store
@@ -182,12 +183,15 @@ def _assemble(plan: Any, tokenizer: Any, tok_fp: str, entries: list, root: Path,
                 detail = f" ({part.no_target} rows have no answer within the first {plan.seq_len} tokens)"
             raise DataError(f"{src.label}: no usable {part.format} rows out of {part.rows_read}{detail}",
                             expected_fields(part.format, plan))
-    mixed = mix([p.dataset for p in parts], [s.weight for s in opened], plan.seed)
+    # The mix as row numbers into its table: ``mixed.select(...)`` and reading columns of the result
+    # through datasets would build objects per row (see arrow_rows); rows[train_idx] is the same selection.
+    mixed = rows_of(mix([p.dataset for p in parts], [s.weight for s in opened], plan.seed))
     train_idx, eval_idx = _split(len(mixed), plan.eval_fraction, plan.seed)
-    sets = {"train": mixed.select(train_idx)}
+    sets = {"train": mixed.take(train_idx)}
     if eval_idx is not None:
-        sets["eval"] = mixed.select(eval_idx)
+        sets["eval"] = mixed.take(eval_idx)
     report.rows_used = len(mixed)
+    del mixed, train_idx, eval_idx  # row-sized arrays that the sets now hold in their own order
 
     def counted(counts: dict[str, int]) -> dict:
         report.train_sequences, report.eval_sequences = counts["train"], counts.get("eval", 0)

@@ -25,11 +25,11 @@ FORMATS = ["auto", "text", "alpaca", "chat", "prompt_response"]
 DATA_SUFFIXES = SUFFIXES  # the picker offers what training reads (core/data/files.py)
 
 
-def load_preview(source: str, plan):
+def load_preview(source, plan):
     """The first rows and the format training will use. ``core.data.prepare`` reads whole files, too slow
-    for a picker, so tui/wizard/data_preview.py reads only the head."""
+    for a picker, so tui/wizard/data_preview.py reads only the first rows (of every entry of a mix)."""
     from zerotui.tui.wizard.data_preview import preview
-    return preview(source, plan)
+    return preview(source.strip() if isinstance(source, str) else source, plan)
 
 
 class DataMethodScreen(StepScreen):
@@ -107,16 +107,16 @@ class DataMethodScreen(StepScreen):
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="data-preview",
           description="read the first rows of the dataset")
-    def preview(self, source: str, delay: float, plan=None) -> None:
+    def preview(self, source, delay: float, plan=None) -> None:
         worker = get_current_worker()
         time.sleep(delay)
         if worker.is_cancelled:
             return
         from zerotui.core.errors import ZeroTuiError
         try:
-            message = DataPreviewReady(source, load_preview(source.strip(), plan))
+            message = DataPreviewReady(str(source), load_preview(source, plan))  # a mix (list) by its text
         except ZeroTuiError as err:
-            message = DataPreviewReady(source, error=err.one_line())
+            message = DataPreviewReady(str(source), error=err.one_line())
         if not worker.is_cancelled:
             self.post_message(message)
 

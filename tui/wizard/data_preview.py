@@ -1,8 +1,11 @@
-"""The first rows of a dataset and its detected row format, read with the standard library only.
+"""The first rows of a dataset and its detected row format.
 
-The wizard shows this while the user picks a file, so it must be quick and must not pull pandas, pyarrow
-or ``datasets`` onto the UI path (their imports alone take seconds). The same rules as training decide the
-format (``core.data.prompts``): the columns a row has (alpaca, chat, prompt/response, plain text).
+The wizard shows this while the user picks a file, so a single local file is read with the standard
+library only (pandas, pyarrow and ``datasets`` take seconds to import). A ``save_to_disk`` folder, a hub
+dataset in the local cache (with its split and config) and a mix of entries are read by training's own
+code (``core.data.peek``: the worker's readers, the first rows only), in the wizard's worker thread. The
+same rules as training decide the format (``core.data.prompts``): the columns a row has (alpaca, chat,
+prompt/response, plain text).
 """
 from __future__ import annotations
 
@@ -73,23 +76,22 @@ def _rows_from_records(records: list[Any]) -> tuple[list[str], list[list[str]]]:
 DETECT_ROWS = 20
 
 
-def preview(source: str, plan: Any = None, rows: int = PREVIEW_ROWS) -> Preview:
-    """Read the first ``rows`` rows of ``source`` (a path, 'sample', or hub:<id>) and detect the format
-    the way training will (with ``plan``'s field names and data_format)."""
-    if source.startswith("hub:"):
-        return Preview(source, None, "unknown", note="hub dataset: downloaded and previewed when the run starts")
+def preview(source: Any, plan: Any = None, rows: int = PREVIEW_ROWS) -> Preview:
+    """Read the first ``rows`` rows of ``source`` (a path, 'sample', a save_to_disk folder, hub:<id>, or a
+    plan's list of entries) and detect the format the way training will (with ``plan``'s field names and
+    data_format)."""
+    if not isinstance(source, str) or source.startswith("hub:") or Path(source).expanduser().is_dir():
+        return _entries_preview(source, plan, rows)
     path = _sample_path() if source == "sample" else Path(source).expanduser()
     if path is None:
         raise DataError("the sample dataset is not installed", "reinstall zerotui, or pick a file")
     if not path.exists():
         raise DataError(f"{path}: no such file", f"pick a {', '.join(SUFFIXES[:-1])} or {SUFFIXES[-1]} file")
-    if path.is_dir():
-        raise DataError(f"{path}: is a folder", "pick a data file inside it")
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:  # previewing it would promise a file training then refuses
         raise DataError(f"{path}: unknown type '{suffix or '(none)'}'", FORMATS_HINT)
-    if suffix == ".parquet":
-        return Preview(source, path, "unknown", note="parquet: previewed when the run starts (needs pyarrow)")
+    if suffix == ".parquet":  # binary: read by training's parquet reader, the first rows only
+        return _entries_preview(source, plan, rows)
     try:
         with open(path, "rb") as fh:
             head = fh.read(READ_LIMIT)
@@ -134,3 +136,38 @@ def preview(source: str, plan: Any = None, rows: int = PREVIEW_ROWS) -> Preview:
     columns, table = _rows_from_records(records[:rows])
     fmt, note = _format_of(records, columns, plan, str(path))
     return Preview(source, path, fmt, columns, table, note=note)
+
+
+def _entries_preview(source: Any, plan: Any, rows: int) -> Preview:
+    """Each entry's first rows through ``core.data.peek``; a mix shows which entry each row is from."""
+    from zerotui.core.data.peek import NotCached, peek
+    from zerotui.core.plan.data_source import sources
+    from zerotui.core.plan.schema import Plan
+
+    plan = plan or Plan()
+    entries = sources(source)
+    label = source if isinstance(source, str) else " + ".join(e.label() for e in entries)
+    path = Path(source).expanduser() if isinstance(source, str) and not source.startswith("hub:") else None
+    mixed = len(entries) > 1
+    records, table_rows, formats, notes = [], [], [], []
+    for entry in entries:
+        try:
+            got, problems = peek(entry, plan.text_field, DETECT_ROWS)
+        except NotCached as err:
+            notes.append(err.one_line())
+            continue
+        if not got:
+            raise DataError(f"{entry.label()}: no readable rows found" + (f" (first: {problems[0]})" if problems else ""),
+                            FORMATS_HINT)
+        fmt, note = _format_of(got, [], plan, entry.label())
+        formats.append(fmt)
+        notes += [f"{entry.label()}: {note}" if mixed else note] if note else []
+        records += got
+        share = max(1, rows // len(entries)) if mixed else rows
+        table_rows += [({"source": entry.label(), **r} if mixed and isinstance(r, dict) else r) for r in got[:share]]
+    if not formats:
+        return Preview(label, path, "unknown", note="; ".join(notes))
+    # Each entry of a mix is read in its own format by training, so different ones are no problem.
+    fmt = formats[0] if len(set(formats)) == 1 else f"mixed ({', '.join(sorted(set(formats)))})"
+    columns, table = _rows_from_records(table_rows[:rows])
+    return Preview(label, path, fmt, columns, table, note="; ".join(n for n in notes if n))
