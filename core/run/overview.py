@@ -100,3 +100,13 @@ def eval_figures(ev: dict | None) -> dict[str, float | None]:
     ev = ev or {}
     return {"eval_loss": as_float(ev.get("loss")), "perplexity": as_float(ev.get("perplexity")),
             "rougeL": as_float(ev.get("rougeL"))}
+
+
+def eval_scores(ev: dict | None) -> str:
+    """An eval's perplexity and ROUGE-L in words ("ppl 7.39 · ROUGE-L 0.412"), those it has; "" if none."""
+    from zerotui.core.timefmt import format_number
+
+    figures = eval_figures(ev)
+    parts = [f"ppl {format_number(figures['perplexity'])}" if figures["perplexity"] is not None else "",
+             f"ROUGE-L {figures['rougeL']:.3f}" if figures["rougeL"] is not None else ""]
+    return " · ".join(p for p in parts if p)
