@@ -5,6 +5,9 @@ answer on the same weights (final/ or the checkpoint picked); a run with no weig
 and ROUGE-L in the stat panel and the runs table."""
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 from dashboard_helpers import make_run as fixture_run
 from dashboard_helpers import pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
@@ -138,7 +141,8 @@ async def test_a_run_without_weights_shows_what_zerotui_chat_says(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen), what="the chat screen")
         chat = app.screen
         await wait_for(pilot, lambda: chat.loading is None, timeout=60, what="the load to end")
-        assert text_of(chat.query_one("#chat-status", Static)).strip() == cli_says.value.one_line()
+        shown = " ".join(text_of(chat.query_one("#chat-status", Static)).split())  # joined where it wrapped
+        assert shown == cli_says.value.one_line()
         assert chat.query_one("#chat-weights", Select).disabled
         chat.query_one("#chat-prompt", Input).focus()
         await pilot.press("h", "i", "enter")
@@ -148,7 +152,9 @@ async def test_a_run_without_weights_shows_what_zerotui_chat_says(tmp_path):
 
 @pilot_test
 async def test_on_a_live_run_the_key_says_why_not(tmp_path):
-    paths = fixture_run(tmp_path, "live.jsonl")
+    # a live worker: this test's pid, beating now (run_state judges liveness by the real clock)
+    paths = fixture_run(tmp_path, "live.jsonl", status={"state": "running", "pid": os.getpid(),
+                                                         "pids": [os.getpid()], "heartbeat": time.time()})
     app = Host(DashboardScreen(paths, live=True))
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_for(pilot, lambda: app.screen.outcome == "running", what="the running state")

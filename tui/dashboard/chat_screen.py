@@ -82,7 +82,7 @@ greedy (the same answer every time)."""
         with Horizontal(id="chat-settings"):
             yield Label("weights")
             yield Select([(c if c != "final" else "final/", c) for c in choices], id="chat-weights",
-                         allow_blank=not choices, value=choices[0] if choices else Select.BLANK,
+                         allow_blank=not choices, value=choices[0] if choices else Select.NULL,
                          prompt="none", disabled=not choices)
             yield Label("temperature")
             yield Input("0", id="chat-temperature", type="number")
@@ -139,7 +139,7 @@ greedy (the same answer every time)."""
 
     @on(Select.Changed, "#chat-weights")
     def _pick(self, event: Select.Changed) -> None:
-        if event.value is Select.BLANK or (self.run_model is not None and event.value == self.run_model.source
+        if event.value is Select.NULL or (self.run_model is not None and event.value == self.run_model.source
                                            and self.loading is None):
             return
         self._stop = self.answering
