@@ -73,11 +73,13 @@ greedy (the same answer every time)."""
         self._stop = False              # asked between tokens by the generating thread
         self._answer: Static | None = None
         self._answer_text = ""
+        self._first: str | None = None   # the picker's first value: what the default load brings
 
     def compose(self) -> ComposeResult:
         from zerotui.core.infer.weights import weight_choices
 
         choices = weight_choices(self.paths)
+        self._first = choices[0] if choices else None
         yield Static(Text.assemble(("Chat", "bold"), ("  with ", "dim"), self.paths.name), id="chat-title")
         with Horizontal(id="chat-settings"):
             yield Label("weights")
@@ -141,6 +143,8 @@ greedy (the same answer every time)."""
     def _pick(self, event: Select.Changed) -> None:
         if event.value is Select.NULL or (self.run_model is not None and event.value == self.run_model.source
                                            and self.loading is None):
+            return
+        if self.loading == "" and event.value == self._first:  # the picker's own first value, being loaded
             return
         self._stop = self.answering
         self.run_model = None  # the old weights' memory goes before the new ones load
