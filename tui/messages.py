@@ -198,7 +198,44 @@ class ShowRuns(Message):
 
 
 @dataclass
+class OpenChat(Message):
+    """Open the chat screen on a finished run's model (``core.run.folder.RunPaths``)."""
+
+    paths: Any
+
+
+@dataclass
 class OpenSweep(Message):
     """Open the sweep screen on a sweep folder (``core.sweep.folder.SweepPaths``) started from the wizard."""
 
     paths: Any
+
+
+# -- chat with a finished run's model -------------------------------------------------------------
+
+@dataclass
+class ChatModelLoaded(Message):
+    """``core.infer.weights.load_run_model`` returned for the pick ``choice``: the model
+    (``core.infer.weights.RunModel``), or the one-line reason it could not be loaded."""
+
+    choice: str
+    run_model: Any = None
+    error: str = ""
+
+
+@dataclass
+class ChatText(Message):
+    """A piece of the answer being generated, as it was decoded. A series: no can_replace."""
+
+    turn: int
+    text: str
+
+
+@dataclass
+class ChatReplied(Message):
+    """The answer of turn ``turn`` is complete (``text``, the whole of it) or failed (``error``)."""
+
+    turn: int
+    text: str = ""
+    error: str = ""
+    stopped: bool = False       # cut short on request (Escape, a new checkpoint pick)

@@ -17,6 +17,8 @@ from zerotui.core.data.prompts import BadRow, Formatter
 from zerotui.core.errors import RunError
 
 OnText = Callable[[str], None]
+#: Asked between tokens; True ends the answer there (a UI that closed, a user who pressed Escape).
+Stop = Callable[[], bool]
 
 
 @dataclass
@@ -59,9 +61,20 @@ def _kwargs(tokenizer: Any, settings: Settings) -> dict[str, Any]:
     return kw
 
 
+def _stopping(stop: Stop) -> Any:
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class Asked(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> bool:
+            return bool(stop())
+
+    return StoppingCriteriaList([Asked()])
+
+
 def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
-                 on_text: OnText | None = None) -> list[int]:
-    """The new token ids after ``ids``; ``on_text`` gets the decoded text piece by piece as it comes."""
+                 on_text: OnText | None = None, stop: Stop | None = None) -> list[int]:
+    """The new token ids after ``ids``; ``on_text`` gets the decoded text piece by piece as it comes;
+    ``stop`` ends the answer early when it returns True."""
     import torch
     from transformers import TextIteratorStreamer
 
@@ -69,6 +82,8 @@ def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
     device = next(model.parameters()).device
     inputs = torch.tensor([ids], dtype=torch.long, device=device)
     kw = _kwargs(tokenizer, settings)
+    if stop is not None:
+        kw["stopping_criteria"] = _stopping(stop)
     if settings.temperature > 0:
         torch.manual_seed(settings.seed)
     if on_text is None:
@@ -99,7 +114,7 @@ def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
 
 
 def reply(model: Any, tokenizer: Any, plan: Any, messages: list[dict[str, str]], settings: Settings,
-          on_text: OnText | None = None) -> str:
+          on_text: OnText | None = None, stop: Stop | None = None) -> str:
     """The model's answer to ``messages`` (the last one the user's), decoded without special tokens."""
-    new = generate_ids(model, tokenizer, prompt_ids(tokenizer, plan, messages), settings, on_text)
+    new = generate_ids(model, tokenizer, prompt_ids(tokenizer, plan, messages), settings, on_text, stop)
     return tokenizer.decode(new, skip_special_tokens=True)

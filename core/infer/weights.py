@@ -22,6 +22,7 @@ from zerotui.core.export.checkpoint_load import Loaded, load_checkpoint
 from zerotui.core.export.merge import run_tokenizer
 from zerotui.core.export.merge_full import full_model
 from zerotui.core.run.folder import RunPaths, require_intact
+from zerotui.core.run.settled import LIVE_STATES
 from zerotui.core.train.checkpoint import list_checkpoints
 
 
@@ -52,9 +53,30 @@ def what_exists(paths: RunPaths) -> str:
     return "; ".join(parts)
 
 
+def chat_refusal(state: str, name: str) -> str | None:
+    """Why a UI will not load a run's model now, or None when it may.
+
+    A run still training is refused rather than served from its newest checkpoint: a second copy of the
+    model loaded beside the worker takes GPU memory (or, with CPU offload, host RAM) that the training
+    was sized to use, and an out-of-memory there ends a run that may have days to go. `zerotui chat
+    --checkpoint latest` is still there for someone who has checked the memory and means it."""
+    if state in LIVE_STATES:
+        return (f"run {name} is still training ({state}): its weights are loaded for chat once it is over "
+                f"(a model beside the worker would take memory the training needs; `zerotui chat {name} "
+                "--checkpoint latest` loads one anyway)")
+    return None
+
+
+def weight_choices(paths: RunPaths) -> list[str]:
+    """What a picker offers, the default first: ``final`` when there is one, then every complete
+    checkpoint's tag, newest first (``load_run_model``'s order; torn ones cannot be loaded)."""
+    done = [c.tag for c in reversed(list_checkpoints(paths.checkpoints)) if c.complete]
+    return (["final"] if has_final(paths) else []) + done
+
+
 def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = "load") -> RunModel:
     """The model of ``paths`` ready for ``generate``: ``final/`` by default, else the newest complete
-    checkpoint that reads; ``checkpoint`` (a tag, a step or ``latest``) picks one."""
+    checkpoint that reads; ``checkpoint`` (a tag, a step, ``latest`` or ``final``) picks one."""
     from transformers.utils import logging as hf_logging
     from zerotui.core.plan.schema import load_plan
 
@@ -63,7 +85,9 @@ def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = 
         raise RunError(f"{paths.root} has no plan.yaml: not a zerotui run folder", "`zerotui runs` lists the runs")
     require_intact(paths, doing)
     plan = load_plan(paths.plan, follow=False)
-    use_final = checkpoint is None and has_final(paths)
+    use_final = checkpoint in (None, "final") and has_final(paths)
+    if checkpoint == "final" and not use_final:
+        raise RunError(f"run {paths.name} has no final/ ({what_exists(paths)})", "pick a checkpoint instead")
     loaded = None if use_final else load_checkpoint(paths, checkpoint)
     if not use_final and loaded is None:
         raise RunError(f"run {paths.name} has no weights to {doing} ({what_exists(paths)})",

@@ -1,14 +1,15 @@
 """One line per run for lists of runs: state, step, loss, tokens/s, when it started, how long it ran.
 
 Reads only the head and the tail of ``events.jsonl`` (a 32-hour run's file is over 100 MB; a list of
-twenty runs must still appear at once) plus ``status.json``.
+twenty runs must still appear at once) plus ``status.json``. The newest eval can lie far behind the
+tail, so it is searched for backwards (``core.events.backscan``: bounded, and remembered between calls).
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Optional
 
+from zerotui.core.events.backscan import latest_of_type
 from zerotui.core.events.stream import as_float, read_end
 from zerotui.core.run.folder import RunPaths, RunSummary
 
@@ -22,15 +23,15 @@ TAIL_BYTES = 256 << 10
 class RunOverview:
     paths: RunPaths
     state: str
-    step: Optional[int] = None
-    total_steps: Optional[int] = None
-    loss: Optional[float] = None
-    tokens_per_s: Optional[float] = None
-    started: Optional[float] = None     # first event (or the launch time from status.json)
-    last_event: Optional[float] = None
-    heartbeat: Optional[float] = None   # the worker's last status.json heartbeat
+    step: int | None = None
+    total_steps: int | None = None
+    loss: float | None = None
+    tokens_per_s: float | None = None
+    started: float | None = None     # first event (or the launch time from status.json)
+    last_event: float | None = None
+    heartbeat: float | None = None   # the worker's last status.json heartbeat
     reason: str = ""                    # why it ended (run_finished), when it did
-    eval: Optional[dict] = None         # the newest eval event (the loop's, or `zerotui eval`'s)
+    eval: dict | None = None         # the newest eval event (the loop's, or `zerotui eval`'s)
 
     @property
     def name(self) -> str:
@@ -40,7 +41,7 @@ class RunOverview:
     def live(self) -> bool:
         return self.state in ("starting", "running", "paused", "stopping")
 
-    def duration_s(self, now: Optional[float] = None) -> Optional[float]:
+    def duration_s(self, now: float | None = None) -> float | None:
         if self.started is None:
             return None
         if self.live:
@@ -77,27 +78,35 @@ def overview(summary: RunSummary) -> RunOverview:
         elif type_ == "run_started" and out.total_steps is None:
             total = ev.get("total_steps")
             out.total_steps = int(total) if isinstance(total, (int, float)) else None
-        elif type_ == "eval" and out.eval is None:
-            out.eval = ev
         elif type_ == "step" and out.step is None:
             step = as_float(ev.get("step"))
             out.step = int(step) if step is not None else None
             out.loss = as_float(ev.get("loss"))
             out.tokens_per_s = as_float(ev.get("tokens_per_s"))
+    out.eval = latest_eval(paths)
     if out.step is None:
         step = summary.status.get("step")
         out.step = step if isinstance(step, int) else None
     return out
 
 
-def latest_eval(paths: RunPaths) -> Optional[dict]:
-    """The newest ``eval`` event in the tail of the run's events (None when there is none there)."""
-    tail = read_end(paths.events, TAIL_BYTES, tail=True)
-    return next((e for e in reversed(tail) if isinstance(e, dict) and e.get("type") == "eval"), None)
+def latest_eval(paths: RunPaths) -> dict | None:
+    """The newest ``eval`` event of the run, however far back (None when it has none)."""
+    return latest_of_type(paths.events, "eval")
 
 
-def eval_figures(ev: Optional[dict]) -> dict[str, Optional[float]]:
+def eval_figures(ev: dict | None) -> dict[str, float | None]:
     """The numbers of an eval event for a listing: loss, perplexity, ROUGE-L (None where absent)."""
     ev = ev or {}
     return {"eval_loss": as_float(ev.get("loss")), "perplexity": as_float(ev.get("perplexity")),
             "rougeL": as_float(ev.get("rougeL"))}
+
+
+def eval_scores(ev: dict | None) -> str:
+    """An eval's perplexity and ROUGE-L in words ("ppl 7.39 · ROUGE-L 0.412"), those it has; "" if none."""
+    from zerotui.core.timefmt import format_number
+
+    figures = eval_figures(ev)
+    parts = [f"ppl {format_number(figures['perplexity'])}" if figures["perplexity"] is not None else "",
+             f"ROUGE-L {figures['rougeL']:.3f}" if figures["rougeL"] is not None else ""]
+    return " · ".join(p for p in parts if p)

@@ -1,12 +1,14 @@
 """The runs screen: live and past runs with state, step, loss, speed, start and duration; open any."""
 from __future__ import annotations
 
+import json
 import os
 import time
 
 from textual.widgets import DataTable
 
 from dashboard_helpers import last_t, make_run, pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
+from zerotui.core.timefmt import format_number
 from zerotui.tui.common.confirm import ConfirmScreen
 from zerotui.tui.dashboard.screen import DashboardScreen
 from zerotui.tui.dashboard.navigation import RunNavigation
@@ -52,11 +54,13 @@ async def test_runs_screen_lists_every_run_with_its_facts(tmp_path):
         cells = {str(table.get_row(name)[0]): [str(c) for c in table.get_row(name)] for name in rows}
         live_row = cells["20260101-000000-live"]
         assert live_row[1] == "running" and live_row[2] == "600/3,000" and live_row[3] == "1.494"
-        assert live_row[4] == "16.9k" and live_row[5] == "2026-01-01 00:00" and live_row[6] == "1h 00m"
+        last_eval = [json.loads(line) for line in live.events.read_text().splitlines() if '"eval"' in line][-1]
+        assert live_row[4] == format_number(last_eval["loss"], 4)  # the fixture's evals carry no perplexity
+        assert live_row[5] == "16.9k" and live_row[6] == "2026-01-01 00:00" and live_row[7] == "1h 00m"
         done_row = cells["20260101-000001-done"]
-        assert done_row[2] == "480/480" and done_row[6] == "40m 56s"
+        assert done_row[2] == "480/480" and done_row[7] == "40m 56s"
         lost_row = cells["20260101-000003-lost"]
-        assert lost_row[1] == "lost" and lost_row[7] == "01:00:47 (10s ago)"
+        assert lost_row[1] == "lost" and lost_row[8] == "01:00:47 (10s ago)"
         # the failed run's reason shows under the table when it is selected
         table.move_cursor(row=[r.name for r in screen.rows].index("20260101-000002-failed"))
         await pilot.pause(0.1)

@@ -61,6 +61,8 @@ class RunControls:
             return self.live and self.outcome in LIVE_STATES
         if action == "resume_run":
             return self.live and self.outcome in ("lost", "stopped", "failed")
+        if action in ("chat", "chat_refused"):
+            return (self.outcome in LIVE_STATES) == (action == "chat_refused")
         if action == "clear_alerts":
             return bool(self.alerted)
         if action == "pane":

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from zerotui.core.events.history import RunHistory
+from zerotui.core.run.overview import eval_scores
 from zerotui.core.timefmt import format_number
 
 from zerotui.tui.dashboard.charts import DrawContext, SeriesChart, legend
@@ -27,9 +28,12 @@ class LossChart(SeriesChart):
         smooth = format_number(h.loss_ema, 4)
         ev = h.series["eval_loss"].latest
         evals = [("orange", f"eval {format_number(ev, 4)}")] if ev is not None else []
+        scores = eval_scores(h.last_eval) if ev is not None else ""
+        scored = [("orange", f"eval {format_number(ev, 4)} · {scores}")] if scores else evals
         log = " · log" if self.log_y else ""
-        # narrower panes drop words, then the raw spread's key; the numbers stay
-        self.fit_subtitle(legend(("gray", "raw"), ("cyan", f"smoothed {smooth}"), *evals) + log,
+        # narrower panes drop the eval's scores, then words, then the raw spread's key; the numbers stay
+        self.fit_subtitle(legend(("gray", "raw"), ("cyan", f"smoothed {smooth}"), *scored) + log,
+                          legend(("gray", "raw"), ("cyan", f"smoothed {smooth}"), *evals) + log,
                           legend(("gray", "raw"), ("cyan", smooth), *evals) + log,
                           legend(("cyan", smooth), *evals) + log)
 

@@ -1,6 +1,7 @@
 """Opening the dashboard and the runs list, for any App that hosts them.
 
-The two screens open each other (Enter on a run, ``r`` on the dashboard); they ask through the
+The two screens open each other (Enter on a run, ``r`` on the dashboard), and both open the chat
+on a finished run (``m``); they ask through the
 ``OpenRun`` / ``ShowRuns`` messages and the App, mixing this in, pushes the screen. So neither screen
 imports the other. The screens are imported when first opened: the wizard's first frame does not wait
 for the dashboard's charting libraries.
@@ -11,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from textual.app import App
 
-from zerotui.tui.messages import OpenRun, OpenSweep, ShowRuns
+from zerotui.tui.messages import OpenChat, OpenRun, OpenSweep, ShowRuns
 
 
 @runtime_checkable
@@ -39,6 +40,11 @@ class RunNavigation(App):
         from zerotui.tui.dashboard.runs import RunsScreen
 
         self.push_screen(RunsScreen(runs_dir=message.runs_dir))
+
+    def on_open_chat(self, message: OpenChat) -> None:
+        from zerotui.tui.dashboard.chat_screen import ChatScreen
+
+        self.push_screen(ChatScreen(message.paths))
 
     def on_open_sweep(self, message: OpenSweep) -> None:
         from zerotui.tui.dashboard.sweep_screen import SweepScreen

@@ -18,17 +18,17 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
-from zerotui.core.run.overview import RunOverview, overview
+from zerotui.core.run.overview import RunOverview, eval_figures, eval_scores, overview
 from zerotui.core.paths import default_runs_dir
 from zerotui.core.run.folder import list_runs
 from zerotui.core.timefmt import format_clock, format_date, format_duration, format_number
-from zerotui.tui.messages import OpenRun, RunResumeDone, RunsListed
+from zerotui.tui.messages import OpenChat, OpenRun, RunResumeDone, RunsListed
 from zerotui.tui.common.tui_words import in_tui_words
 from zerotui.tui.common.confirm import ConfirmScreen
 from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.common.table_fill import fill_table
 
-COLUMNS = ("run", "state", "step", "loss", "tokens/s", "started", "duration", "last heartbeat")
+COLUMNS = ("run", "state", "step", "loss", "eval", "tokens/s", "started", "duration", "last heartbeat")
 STATE_STYLE = {"running": "green", "paused": "yellow", "stopping": "yellow", "starting": "cyan",
                "completed": "green", "stopped": "yellow", "failed": "red", "lost": "bold red"}
 REFRESH_S = 2.0
@@ -46,6 +46,10 @@ class RunsScreen(Screen):
     HELP_INTRO = "Every run in the runs folder, live and past, refreshed every two seconds."
     BINDINGS = [
         Binding("enter", "open", "Open", show=True, priority=False, tooltip="the dashboard of the run"),
+        # One key, two bindings: a run that is over opens the chat; on a live one the key says why not
+        # without taking room in the footer (full at 80 columns while live). Help lists the key once.
+        Binding("m", "chat", "Chat", tooltip="talk to the run's model, final/ or a checkpoint (a finished run)"),
+        Binding("m", "chat_refused", "Chat", show=False, tooltip="a live run: says why its model is not loaded"),
         Binding("u", "resume", "Resume", tooltip="a stopped, failed or lost run: continue from its last checkpoint"),
         Binding("escape", "back", "Back", tooltip="the screen before this one"),
         Binding("f5", "refresh", "Refresh", show=False, tooltip="read the runs folder again now"),
@@ -114,8 +118,18 @@ class RunsScreen(Screen):
         if row.state == "lost" and row.heartbeat:
             beat += f" ({format_duration(now - row.heartbeat)} ago)"
         return [row.name, Text(row.state, style=STATE_STYLE.get(row.state, "")), step,
-                format_number(row.loss, 4), format_number(row.tokens_per_s), format_date(row.started),
+                format_number(row.loss, 4), RunsScreen._eval_cell(row), format_number(row.tokens_per_s),
+                format_date(row.started),
                 format_duration(row.duration_s(now)), beat]
+
+    @staticmethod
+    def _eval_cell(row: RunOverview) -> str:
+        """The newest eval's loss, then its perplexity and ROUGE-L where it has them."""
+        if row.eval is None:
+            return "—"
+        scores = eval_scores(row.eval)
+        loss = format_number(eval_figures(row.eval)["eval_loss"], 4)
+        return f"{loss} · {scores}" if scores else loss
 
     @property
     def selected(self) -> Optional[RunOverview]:
@@ -145,6 +159,9 @@ class RunsScreen(Screen):
             return row is not None and row.state in ("lost", "stopped", "failed")
         if action == "open":
             return self.selected is not None
+        if action in ("chat", "chat_refused"):
+            row = self.selected
+            return row is not None and row.live == (action == "chat_refused")
         return True
 
     @on(DataTable.RowSelected)
@@ -157,6 +174,21 @@ class RunsScreen(Screen):
             return
         # A run that is over opens read-only; a live one with its control keys.
         self.post_message(OpenRun(row.paths, live=row.live or row.state == "lost"))
+
+    def action_chat_refused(self) -> None:
+        self.action_chat()
+
+    def action_chat(self) -> None:
+        row = self.selected
+        if row is None:
+            return
+        from zerotui.core.infer.weights import chat_refusal
+
+        why = chat_refusal(row.state, row.name)
+        if why:
+            self.notify(why, title="chat not opened", severity="warning", timeout=10)
+            return
+        self.post_message(OpenChat(row.paths))
 
     def action_resume(self) -> None:
         row = self.selected

@@ -36,7 +36,8 @@ from zerotui.core.run.folder import RunPaths, read_status, run_state
 from zerotui.tui.common.desktop import desktop_notify
 from zerotui.tui.common.footer import FitFooter
 from zerotui.tui.common.tui_words import in_tui_words
-from zerotui.tui.messages import ShowRuns, EventsArrived, HistoryLoaded, RunResumeDone, RunStateChanged
+from zerotui.tui.messages import (EventsArrived, HistoryLoaded, OpenChat, RunResumeDone, RunStateChanged,
+                                  ShowRuns)
 from zerotui.tui.dashboard.controls import LIVE_STATES, RunControls
 from zerotui.tui.dashboard.css import DASHBOARD_CSS
 from zerotui.tui.dashboard.charts import ZOOMS, SeriesChart
@@ -89,6 +90,10 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
                 tooltip="a stopped, failed or lost run: a new worker continues from its last checkpoint"),
         Binding("d,q", "detach", "Detach", tooltip="leave the dashboard; the run keeps training"),
         Binding("r", "runs", "Runs", tooltip="every run in this run's folder; Enter opens one"),
+        # One key, two bindings: a run that is over opens the chat; on a live one the key says why not
+        # without taking room in the footer (full at 80 columns while live). Help lists the key once.
+        Binding("m", "chat", "Chat", tooltip="talk to the run's model, final/ or a checkpoint (a finished run)"),
+        Binding("m", "chat_refused", "Chat", show=False, tooltip="a live run: says why its model is not loaded"),
         Binding("z", "zoom", "Zoom", tooltip="the whole run, the last hour, the last 10 minutes"),
         Binding("t", "x_axis", "Time/steps", show=False, tooltip="the charts' x axis: clock time or step number"),
         Binding("l", "log_scale", "Log loss", show=False, tooltip="a log scale for the loss"),
@@ -377,6 +382,18 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
 
     def action_pane(self, key: str) -> None:
         self._show_pane(key)
+
+    def action_chat_refused(self) -> None:
+        self.action_chat()
+
+    def action_chat(self) -> None:
+        from zerotui.core.infer.weights import chat_refusal
+
+        why = chat_refusal(self.outcome, self.paths.name)
+        if why:
+            self.notify(why, title="chat not opened", severity="warning", timeout=10)
+            return
+        self.post_message(OpenChat(self.paths))
 
     def action_runs(self) -> None:
         self.post_message(ShowRuns(runs_dir=self.paths.root.parent))

@@ -1,4 +1,5 @@
-"""The numbers beside the charts: step / total, epoch, loss, lr, grad norm, speed, checkpoint, time."""
+"""The numbers beside the charts: step / total, epoch, loss, eval (loss, perplexity, ROUGE-L), lr, grad
+norm, speed, checkpoint, time."""
 from __future__ import annotations
 
 from typing import Optional
@@ -9,6 +10,7 @@ from textual.widgets import Static
 
 from zerotui.core.events.stream import as_float
 from zerotui.core.events.history import RunHistory
+from zerotui.core.run.overview import eval_scores
 from zerotui.core.timefmt import format_clock, format_duration, format_number
 
 
@@ -57,6 +59,9 @@ class StatPanel(Static):
         if h.last_eval is not None:
             rows.append(("eval loss", f"{format_number(as_float(h.last_eval.get('loss')), 4)} at step "
                                       f"{h.last_eval.get('step', '?')}"))
+            scores = eval_scores(h.last_eval)
+            if scores:  # `zerotui eval`'s and the loop's own evals carry perplexity; ROUGE-L only the former
+                rows.append(("eval", scores))
         rows.append(("lr", f"{format_number(_num(ev, 'lr'))}   grad norm {format_number(_num(ev, 'grad_norm'))}"))
         scale = _num(ev, "loss_scale")
         if scale is not None:
