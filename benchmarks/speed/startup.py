@@ -30,7 +30,7 @@ from benchmarks.seed_scenarios.run import _versions, build_model, write_data
 
 def _cli(*args: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "zerotui.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+                          env=env, timeout=timeout, check=False)
 
 
 def _events(run: Path) -> list[dict]:
@@ -107,10 +107,11 @@ def main() -> int:
     folder = models / f"llama-{shape}"
     built = build_model(shape, folder)
     data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 3000, words=200 if a.dry_run else 1400)
-    fields = dict(name="startup", model=str(folder), data=str(data), data_format="text", gpus=1, method="full",
-                  precision="fp32" if a.dry_run else "bf16", micro_batch=2 if a.dry_run else 16, grad_accum=1,
-                  seq_len=128 if a.dry_run else 1024, max_steps=100000, log_interval=1, save_interval=0,
-                  save_minutes=0, save_final=False, eval_fraction=0.0, lr=1e-4, warmup_steps=0)
+    fields = {"name": "startup", "model": str(folder), "data": str(data), "data_format": "text", "gpus": 1,
+              "method": "full", "precision": "fp32" if a.dry_run else "bf16", "micro_batch": 2 if a.dry_run else 16,
+              "grad_accum": 1, "seq_len": 128 if a.dry_run else 1024, "max_steps": 100000, "log_interval": 1,
+              "save_interval": 0, "save_minutes": 0, "save_final": False, "eval_fraction": 0.0, "lr": 1e-4,
+              "warmup_steps": 0}
     plan = plan_from_dict(fields, "startup")
     recs = recommend(plan, detect(probe_disks=False))
     plan = recs[0].plan if recs else plan

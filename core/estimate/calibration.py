@@ -25,6 +25,11 @@ FRAGMENTATION_LOSS_SHARE = 0.25
 FRAGMENTATION_RECOMPUTE_SHARE = 0.4
 FRAGMENTATION_GATHER_SHARE = 0.25
 FRAGMENTATION_GRADIENT_SHARE = 0.5
+#: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
+#: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
+#: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.
+ZERO3_LONG_SEQUENCE_TOKENS = 2048
+ZERO3_LONG_SEQUENCE_MARGIN_SHARE = 0.25
 
 #: Worker RSS before the model exists: Python, torch, CUDA, DeepSpeed, transformers imported and the
 #: process group up (0.92 GiB); after deepspeed.initialize (1.44 GiB: NCCL, JIT op libraries).

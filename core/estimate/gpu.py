@@ -20,7 +20,7 @@ from zerotui.core.estimate.activations import (
     recompute_bytes_per_token,
 )
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
-from zerotui.core.estimate.margin import margin_terms
+from zerotui.core.estimate.margin import margin_terms, zero3_long_sequence_floor
 
 
 @dataclass
@@ -139,4 +139,5 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
             g[name] = g.get(name, 0) + v
     allocated = sum(g.values())
     terms = margin_terms(job, g, lg, grads, recompute, step_transient)
+    terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms)
