@@ -9,6 +9,9 @@ picks it, or the tiny shape with --dry-run), waits for its second step event, st
 resumed run's first step before stopping it without a checkpoint. Reported per start: seconds from the
 command to the CLI's return ("launch"), to the worker's first event, to each phase and to the first step
 event. The first repeat on a fresh machine is the cold start (DeepSpeed's ops are built then);
+``--shape cpu-200m --drop-caches --prefetch both`` measures the checkpoint read-ahead
+(core/train/prefetch.py) on a CPU machine: a 217M-weight Llama whose checkpoint is 3.5 GB, the page
+cache dropped before every start, each repeat with read-ahead off and on (ZEROTUI_PREFETCH=0/1).
 ``--import-times`` runs one more repeat with PYTHONPROFILEIMPORTTIME=1 and keeps the slowest imports of
 each process (CLI, supervisor, worker) to show where the time goes.
 """
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.seed_scenarios.run import _versions, build_model, write_data
+from benchmarks.seed_scenarios.run import SHAPES, _versions, build_model, write_data
 
 
 def _cli(*args: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -88,6 +91,11 @@ def one_start(args: list[str], env: dict, runs: Path, resume_of: Path | None) ->
     return run, {**_timeline(evs, t0, launch_s), "cli_stderr": r.stderr}
 
 
+def _drop_caches() -> None:
+    os.sync()
+    Path("/proc/sys/vm/drop_caches").write_text("1\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
@@ -95,21 +103,28 @@ def main() -> int:
     ap.add_argument("--models-dir", type=Path, default=None)
     ap.add_argument("--import-times", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--shape", default=None, help="a shape of benchmarks/seed_scenarios/run.py, or cpu-200m")
+    ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before each start (root)")
+    ap.add_argument("--prefetch", choices=("on", "off", "both"), default="on")
     a = ap.parse_args()
     from zerotui.core.estimate.recommend import recommend
     from zerotui.core.hardware.detect import detect
     from zerotui.core.plan.schema import plan_from_dict
 
     work = Path(tempfile.mkdtemp(prefix="zt-startup-"))
-    shape = "tiny" if a.dry_run else "1b"
+    shape = a.shape or ("tiny" if a.dry_run else "1b")
+    cpu = a.dry_run or shape == "cpu-200m"
+    if shape == "cpu-200m":
+        SHAPES["cpu-200m"] = {**SHAPES["1b"], "hidden_size": 1024, "intermediate_size": 2816,
+                              "num_hidden_layers": 12, "num_attention_heads": 16, "num_key_value_heads": 16}
     models = a.models_dir or work / "models"
     models.mkdir(parents=True, exist_ok=True)
     folder = models / f"llama-{shape}"
     built = build_model(shape, folder)
     data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 3000, words=200 if a.dry_run else 1400)
     fields = {"name": "startup", "model": str(folder), "data": str(data), "data_format": "text", "gpus": 1,
-              "method": "full", "precision": "fp32" if a.dry_run else "bf16", "micro_batch": 2 if a.dry_run else 16,
-              "grad_accum": 1, "seq_len": 128 if a.dry_run else 1024, "max_steps": 100000, "log_interval": 1,
+              "method": "full", "precision": "fp32" if cpu else "bf16", "micro_batch": 2 if cpu else 16,
+              "grad_accum": 1, "seq_len": (64 if shape == "cpu-200m" else 128) if cpu else 1024, "max_steps": 100000, "log_interval": 1,
               "save_interval": 0, "save_minutes": 0, "save_final": False, "eval_fraction": 0.0, "lr": 1e-4,
               "warmup_steps": 0}
     plan = plan_from_dict(fields, "startup")
@@ -121,15 +136,18 @@ def main() -> int:
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "versions": _versions(),
                            "model": {"shape": shape, **built}, "plan": plan.to_dict(), "starts": []}
     repeats = a.repeats + (1 if a.import_times else 0)
-    for rep in range(repeats):
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+    settings = {"on": ["1"], "off": ["0"], "both": ["0", "1"]}[a.prefetch]
+    for rep, pre in ((r, p) for r in range(repeats) for p in (settings if r % 2 == 0 else settings[::-1])):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", ZEROTUI_PREFETCH=pre)
         traced = a.import_times and rep == repeats - 1
         if traced:
             env["PYTHONPROFILEIMPORTTIME"] = "1"
+        if a.drop_caches:
+            _drop_caches()
         run, new = one_start([str(plan_file), "--force", "--runs-dir", str(runs)], env, runs, None)
         _wait_step(run, 0, 2, timeout=600)
         stop = _cli("stop", str(run), "--wait", "--runs-dir", str(runs), env=env)
-        row = {"repeat": rep, "kind": "new run", "import_traced": traced, **new}
+        row = {"repeat": rep, "kind": "new run", "prefetch": pre == "1", "import_traced": traced, **new}
         if traced:
             row["slowest_imports"] = {"cli": _imports(new.pop("cli_stderr")),
                                       "supervisor+worker (worker.log)": _imports((run / "worker.log").read_text())}
@@ -137,13 +155,15 @@ def main() -> int:
         out["starts"].append(row)
         if stop.returncode != 0:
             row["stop"] = (stop.stdout + stop.stderr)[-500:]
-        print(json.dumps({k: row[k] for k in ("repeat", "kind", "first_step_s", "phases_s")}), flush=True)
+        print(json.dumps({k: row[k] for k in ("repeat", "kind", "prefetch", "first_step_s", "phases_s")}), flush=True)
+        if a.drop_caches:
+            _drop_caches()
         _, res = one_start(["--resume", str(run), "--runs-dir", str(runs)], env, runs, run)
         _cli("stop", str(run), "--now", "--wait", "--runs-dir", str(runs), env=env)
         res.pop("cli_stderr", None)
-        rrow = {"repeat": rep, "kind": "resume", "import_traced": traced, **res}
+        rrow = {"repeat": rep, "kind": "resume", "prefetch": pre == "1", "import_traced": traced, **res}
         out["starts"].append(rrow)
-        print(json.dumps({k: rrow[k] for k in ("repeat", "kind", "first_step_s", "phases_s")}), flush=True)
+        print(json.dumps({k: rrow[k] for k in ("repeat", "kind", "prefetch", "first_step_s", "phases_s")}), flush=True)
         a.out.write_text(json.dumps(out, indent=1))
     return 0
 

@@ -163,6 +163,7 @@ class Worker:
             fn = self.train_fn
             if fn is None:
                 self.emit("phase", name="importing libraries", done=None, total=None)
+                self._prefetch()
                 fn = _engine_train()
             self.result = fn(self.plan, self.paths, self.emit, self.control,
                              hardware=self.hardware, resume=self.resume)
@@ -178,6 +179,21 @@ class Worker:
             sys.stderr.write(f"zerotui worker: the training loop failed in {where}:\n")
             traceback.print_exc(file=sys.stderr)
             sys.stderr.flush()
+
+    def _prefetch(self) -> None:
+        """Start reading the model's weights, and on a resume the checkpoint, while the libraries import
+        (core/train/prefetch.py); a failure here only loses the head start."""
+        try:
+            from zerotui.core.train import prefetch
+            from zerotui.core.train.checkpoint import newest_complete
+
+            files = prefetch.weight_files(self.plan.model)
+            newest = newest_complete(self.paths.checkpoints) if self.resume else None
+            if newest is not None:
+                files += prefetch.checkpoint_files(newest.path, self.rank)
+            prefetch.start(files)
+        except Exception:  # noqa: BLE001 - the loads that follow read the same files and report for real
+            pass
 
     def _failure_reason(self, exc: BaseException) -> str:
         return describe_failure(exc, self.tracker.where(), self.plan, self.hardware).reason
