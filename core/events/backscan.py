@@ -19,6 +19,8 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
+from zerotui.core.safe_read import open_file
+
 BLOCK = 1 << 20
 LIMIT = 512 << 20
 #: Files remembered at once; a runs folder with more than this just rescans the oldest ones.
@@ -83,7 +85,7 @@ def latest_of_type(path: Path | str, type_: str, limit: int = LIMIT) -> dict | N
     of its end, or the file cannot be read)."""
     key = f"{os.path.abspath(path)}\0{type_}"
     try:
-        with open(path, "rb") as fh:
+        with open_file(path) as fh:  # a FIFO or device in its place is refused at once, never waited on
             st = os.fstat(fh.fileno())
             with _lock:
                 known = _seen.get(key)

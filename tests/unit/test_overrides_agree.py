@@ -28,8 +28,12 @@ def test_estimate_and_export_agree(capsys, tmp_path, overrides, needle):
         assert written["zero_optimization"]["reduce_bucket_size"] == 1000000
         return
     for code, out, err in (est, exp):
-        assert code == 2 and out == "", err
+        assert code == 2, err
         assert err.count("\n") == 1 and needle in err and "Traceback" not in err
+    assert exp[1] == ""  # without --json nothing goes to stdout
+    as_json = json.loads(est[1])  # --json: the same error as an object (with the field, when one is named)
+    assert as_json["error"] == est[2].strip().removeprefix("zerotui: ") and as_json["exit_code"] == 2
+    assert as_json.get("field", "ds_overrides") == "ds_overrides"
     assert est[2] == exp[2]  # the same check, so the same message
     assert not out_dir.exists()  # nothing half-written by the refused export
 
