@@ -95,7 +95,7 @@ async def test_from_the_runs_list_the_answer_streams_and_is_the_models_own(lora_
         chat = app.screen
         # The model loads in a worker as the screen opens ("loading model (…)…" until it is there; a
         # fast load may already be done here), and the status then names the weights it answers with.
-        status = lambda: text_of(chat.query_one("#chat-status", Static))  # noqa: E731
+        status = lambda: text_of(chat.query_one("#chat-status", Static))
         assert status().startswith(("loading model", "ready: final/"))
         await wait_for(pilot, lambda: status().startswith("ready: final/"), timeout=120, what="the weights named")
         await ask(pilot, chat)
