@@ -38,7 +38,10 @@ def rows(files: list[str]) -> list[dict]:
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
             hw = stated_hardware(gpu_mem=141 * GIB, gpus=1, ram=128 * GIB)
             # Rows recorded before plans had `kernels` ran without Liger's kernels.
-            b = estimate(plan_from_dict({"kernels": "none", **plan}), hw, spec)
+            # The allocator setting the run had: the file's "alloc_conf" (the environment its command set),
+            # else PyTorch's default, which every run before core/plan/allocator.py had.
+            env = {"PYTORCH_CUDA_ALLOC_CONF": data.get("alloc_conf", "")}
+            b = estimate(plan_from_dict({"kernels": "none", **plan}), hw, spec, env=env)
             reserved = r.get("peak_reserved")
             nvml = r.get("nvml_used_max") if clean_nvml else None
             measured = nvml or (reserved + CUDA_CONTEXT_BYTES if reserved else None)

@@ -16,6 +16,7 @@ Pure and fast (well under 5 ms): the wizard calls it on every keystroke.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -75,12 +76,14 @@ class Budget:
         return separator.join(t for _, t in sorted(parts, key=lambda p: p[0])) or "no capacity known"
 
 
-def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec] = None) -> Budget:
+def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec] = None,
+             env: Optional[Mapping[str, str]] = None) -> Budget:
     """The memory budget of ``plan`` on ``hardware`` (stated or detected). Raises ModelError for an
-    unknown model or a LoRA target the model lacks."""
+    unknown model or a LoRA target the model lacks. ``env``: the environment the run starts from (this
+    process's when None; it decides PyTorch's allocator setting, core/plan/allocator.py)."""
     spec = spec if spec is not None else spec_for_plan(plan)
     hw = hardware if hardware is not None else Hardware()
-    job = job_for(plan, spec, hw)
+    job = job_for(plan, spec, hw, env)
     peak = gpu.peak(job, gpu.model_states(job))
     off = host.offloaded(job)
     if job.on_gpu:

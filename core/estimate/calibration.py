@@ -7,6 +7,8 @@ least portable part: docs/estimator.md says which ones to re-measure on another 
 """
 from __future__ import annotations
 
+from zerotui.core.plan import allocator
+
 GIB = 2**30
 
 #: NVML's used memory minus PyTorch's peak reserved: CUDA context, kernels, cuBLAS workspaces and the
@@ -28,7 +30,8 @@ FRAGMENTATION_GRADIENT_SHARE = 0.5
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.
-ZERO3_LONG_SEQUENCE_TOKENS = 2048
+#: Applies only without expandable segments (core/plan/allocator.py gives these plans expandable segments).
+ZERO3_LONG_SEQUENCE_TOKENS = allocator.LONG_SEQUENCE_TOKENS
 ZERO3_LONG_SEQUENCE_MARGIN_SHARE = 0.25
 
 #: Worker RSS before the model exists: Python, torch, CUDA, DeepSpeed, transformers imported and the

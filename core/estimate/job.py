@@ -10,6 +10,8 @@ Dettmers et al. 2023, "QLoRA", section 3) — or 8 bits plus an fp32 scale per r
 """
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -18,6 +20,7 @@ from zerotui.core.estimate.activations import LoraShape
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.model import kernels
 from zerotui.core.model.spec import ModelSpec, lora_targets_found
+from zerotui.core.plan import allocator
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,7 @@ class Job:
     quant_largest: int = 0     # QLoRA: the largest quantised weight (dequantised one at a time)
     liger: bool = False        # Liger's kernels (core/model/kernels.py): leaner norms and MLP activations
     fused_ce: bool = False     # ... and its fused linear cross-entropy: no full logits
+    expandable: bool = False   # PyTorch's allocator grows segments in place (core/plan/allocator.py)
 
     @property
     def weight_bytes(self) -> float:
@@ -62,7 +66,8 @@ class Job:
         return self.plan.offload_params
 
 
-def job_for(plan: Any, spec: ModelSpec, hw: Hardware) -> Job:
+def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str, str]] = None) -> Job:
+    """``env``: the environment the run will start from (this process's when None), for the allocator."""
     on_gpu = hw.gpu_count > 0
     n_local = plan.gpus_per_node(hw.gpu_count)
     p = 4 if plan.precision == "fp32" else 2
@@ -79,7 +84,8 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware) -> Job:
                lora=lora, psi=psi, psit=lora_params if lora is not None else psi,
                buckets=bucket_sizes(plan, spec), quant_numel=sum(n * c for n, c in quantised),
                quant_largest=max((n for n, _ in quantised), default=0),
-               liger=fused.liger, fused_ce=fused.fused_ce)
+               liger=fused.liger, fused_ce=fused.fused_ce,
+               expandable=allocator.expandable_in_effect(plan, os.environ if env is None else env))
 
 
 def quant_bytes_per_weight(plan: Any) -> float:

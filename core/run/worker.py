@@ -163,6 +163,7 @@ class Worker:
             fn = self.train_fn
             if fn is None:
                 self.emit("phase", name="importing libraries", done=None, total=None)
+                self._allocator()
                 self._prefetch()
                 fn = _engine_train()
             self.result = fn(self.plan, self.paths, self.emit, self.control,
@@ -179,6 +180,18 @@ class Worker:
             sys.stderr.write(f"zerotui worker: the training loop failed in {where}:\n")
             traceback.print_exc(file=sys.stderr)
             sys.stderr.flush()
+
+    def _allocator(self) -> None:
+        """PyTorch's allocator setting for this plan (core/plan/allocator.py), set before torch first
+        touches CUDA (the allocator reads it once). Here rather than in the launch so that every way of
+        starting a rank (zerotui train, an exported launch.sh, other nodes) gets it; a user's own value stays."""
+        from zerotui.core.plan import allocator
+
+        if allocator.ENV not in os.environ and allocator.wants_expandable(self.plan):
+            os.environ[allocator.ENV] = allocator.EXPANDABLE
+            self.emit("log", message=f"{allocator.ENV}={allocator.EXPANDABLE}: ZeRO-3 with sequences over "
+                                     f"{allocator.LONG_SEQUENCE_TOKENS} tokens fragments PyTorch's default "
+                                     "allocator (set your own value to override)")
 
     def _prefetch(self) -> None:
         """Start reading the model's weights, and on a resume the checkpoint, while the libraries import

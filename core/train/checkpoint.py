@@ -314,9 +314,12 @@ class Checkpointer:
 
     def load(self, info: CheckpointInfo) -> dict[str, Any]:
         """Restore engine, optimizer and scheduler state from ``info``; returns zerotui's client state."""
-        load_path, client = self.engine.load_checkpoint(
-            str(self.folder), tag=info.tag, load_module_strict=not self.exclude_frozen,
-            load_optimizer_states=True, load_lr_scheduler_states=True)
+        from zerotui.core.train.mmap_load import mapped_loads
+
+        with mapped_loads(self.engine):
+            load_path, client = self.engine.load_checkpoint(
+                str(self.folder), tag=info.tag, load_module_strict=not self.exclude_frozen,
+                load_optimizer_states=True, load_lr_scheduler_states=True)
         if load_path is None or not isinstance(client, dict) or CLIENT_KEY not in client:
             raise RunError(f"checkpoint {info.path} could not be loaded (DeepSpeed found no state in it)",
                            "remove that folder to resume from the one before it")

@@ -58,3 +58,16 @@ def test_the_thread_reads_everything_and_can_be_turned_off(tmp_path, monkeypatch
     assert prefetch.start(files, budget=1 << 20) is None
     (ck / "mp_rank_00_model_states.pt").unlink()  # a file gone since the listing: skipped, not raised
     assert prefetch.read_through(files) == 520
+
+
+def test_pieces_cover_each_file_once_whatever_the_piece_and_chunk_size(tmp_path, monkeypatch):
+    sizes = [0, 1, 6, 7, 8, 50]
+    files = []
+    for i, n in enumerate(sizes):
+        f = tmp_path / f"f{i}.bin"
+        f.write_bytes(b"z" * n)
+        files.append(f)
+    for piece, chunk in ((7, 3), (7, 7), (64, 5), (1, 1)):
+        monkeypatch.setattr(prefetch, "PIECE_BYTES", piece)
+        monkeypatch.setattr(prefetch, "CHUNK_BYTES", chunk)
+        assert prefetch.read_through(files) == sum(sizes), (piece, chunk)

@@ -1,0 +1,49 @@
+"""PyTorch's allocator setting per plan (core/plan/allocator.py), and the worker applying it."""
+import os
+
+import pytest
+
+from zerotui.core.plan import allocator
+from zerotui.core.plan.schema import Plan
+
+
+def _plan(**kw):
+    return Plan(**{"model": "tiny", "data": "sample", "stage": 3, "seq_len": 4096, **kw})
+
+
+@pytest.mark.parametrize("kw, wanted", [({}, True), ({"seq_len": 2048}, False), ({"stage": 2}, False),
+                                        ({"stage": 0, "seq_len": 8192}, False), ({"seq_len": 2049}, True)])
+def test_expandable_segments_for_zero3_beyond_2048_tokens_only(kw, wanted):
+    plan = _plan(**kw)
+    assert allocator.wants_expandable(plan) is wanted
+    assert allocator.effective_conf(plan, {}) == ("expandable_segments:True" if wanted else "")
+    assert allocator.expandable_in_effect(plan, {}) is wanted
+
+
+@pytest.mark.parametrize("value, expandable", [("", False), ("max_split_size_mb:256", False),
+                                               ("expandable_segments:False", False),
+                                               ("garbage_collection_threshold:0.8, expandable_segments:True", True)])
+def test_a_users_own_setting_is_kept_and_read_for_every_plan(value, expandable):
+    env = {"PYTORCH_CUDA_ALLOC_CONF": value}
+    for plan in (_plan(), _plan(stage=2)):
+        assert allocator.effective_conf(plan, env) == value
+        assert allocator.expandable_in_effect(plan, env) is expandable
+
+
+def test_the_worker_sets_it_for_the_plan_and_says_so(tmp_path, monkeypatch):
+    from zerotui.core.run import worker as worker_mod
+
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    said = []
+    fake = type("W", (), {"plan": _plan(), "emit": lambda self, kind, **f: said.append((kind, f))})()
+    worker_mod.Worker._allocator(fake)
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert said and said[0][0] == "log" and "expandable_segments:True" in said[0][1]["message"]
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "")  # the user's (empty) value is kept, and nothing said
+    said.clear()
+    worker_mod.Worker._allocator(fake)
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "" and said == []
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")
+    fake.plan = _plan(stage=2)
+    worker_mod.Worker._allocator(fake)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ

@@ -1,0 +1,63 @@
+"""Checkpoint files are loaded mapped (core/train/mmap_load.py), with the old file format loaded as before."""
+import torch
+
+from zerotui.core.train.mmap_load import MmapLoads, mapped_loads
+
+
+def _mapped_from(tensor, path):
+    """The tensor's memory lies in a mapping of ``path`` (/proc/self/maps)."""
+    ptr = tensor.data_ptr()
+    for line in open("/proc/self/maps"):
+        if line.rstrip().endswith(str(path)):
+            lo, hi = (int(x, 16) for x in line.split()[0].split("-"))
+            if lo <= ptr < hi:
+                return True
+    return False
+
+
+class _Inner:
+    def __init__(self):
+        self.loads = []
+        self.name = "inner"
+
+    def load(self, path, map_location=None):
+        self.loads.append(path)
+        return torch.load(path, map_location=map_location, weights_only=False)
+
+
+def test_a_zip_checkpoint_is_mapped_and_equal(tmp_path):
+    state = {"module": {"w": torch.arange(12.0).reshape(3, 4)}, "step": 7, "opt": [torch.ones(5, dtype=torch.bfloat16)]}
+    path = tmp_path / "mp_rank_00_model_states.pt"
+    torch.save(state, path)
+    inner = _Inner()
+    got = MmapLoads(inner).load(str(path), map_location=lambda storage, loc: storage)
+    assert inner.loads == []  # not the copying path
+    assert torch.equal(got["module"]["w"], state["module"]["w"]) and got["step"] == 7
+    assert torch.equal(got["opt"][0], state["opt"][0]) and got["opt"][0].dtype == torch.bfloat16
+    assert _mapped_from(got["module"]["w"], path)  # a view of the file, not a copy
+    got["module"]["w"].add_(1)  # private mapping: writing the tensor never writes the file
+    assert torch.equal(torch.load(path, weights_only=False)["module"]["w"], state["module"]["w"])
+
+
+def test_the_old_file_format_is_loaded_by_the_wrapped_engine(tmp_path):
+    path = tmp_path / "old.pt"
+    torch.save({"x": torch.ones(3)}, path, _use_new_zipfile_serialization=False)
+    inner = _Inner()
+    got = MmapLoads(inner).load(str(path), map_location=torch.device("cpu"))
+    assert inner.loads == [str(path)] and torch.equal(got["x"], torch.ones(3))
+
+
+def test_the_engine_gets_its_own_checkpoint_engine_back_even_after_an_error(tmp_path):
+    class Engine:
+        checkpoint_engine = _Inner()
+
+    engine = Engine()
+    own = engine.checkpoint_engine
+    try:
+        with mapped_loads(engine):
+            assert isinstance(engine.checkpoint_engine, MmapLoads)
+            assert engine.checkpoint_engine.name == "inner"  # everything else is the wrapped engine's
+            raise OSError("disk gone")
+    except OSError:
+        pass
+    assert engine.checkpoint_engine is own
