@@ -13,40 +13,24 @@ import sys
 
 import pytest
 import torch
+from chat_shared import PROMPT, _env, cache, finished_run  # noqa: F401 (_env, cache: fixtures)
 from engine_runs import events, make_run, run_engine
 from zerotui.core.errors import RunError
 from zerotui.core.run.folder import write_status
 
-PROMPT = "What is 47 plus 32?"
 NEW = 16
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(autouse=True)
-def _env(cache, monkeypatch):
-    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(cache))  # the tiny base and the tokenised data, shared
-
-
-@pytest.fixture(scope="module")
 def lora_run(tmp_path_factory, cache):
-    paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-lora", method="lora", lr=1e-2,
-                     max_steps=10, save_interval=5, lora_targets=["q_proj", "v_proj"])
-    assert run_engine(paths, cache=cache)["state"] == "completed"
-    write_status(paths, state="completed", step=10)  # what the supervisor leaves (the runner has none)
-    return paths
+    return finished_run(tmp_path_factory.mktemp("runs") / "20260101-000000-lora", cache, method="lora", lr=1e-2,
+                        max_steps=10, save_interval=5, lora_targets=["q_proj", "v_proj"])
 
 
 @pytest.fixture(scope="module")
 def full_run(tmp_path_factory, cache):
-    paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-full", lr=1e-2, max_steps=10,
-                     save_interval=0)
-    assert run_engine(paths, cache=cache)["state"] == "completed"
-    write_status(paths, state="completed", step=10)  # what the supervisor leaves (the runner has none)
-    return paths
+    return finished_run(tmp_path_factory.mktemp("runs") / "20260101-000000-full", cache, lr=1e-2, max_steps=10,
+                        save_interval=0)
 
 
 def adapted(run):

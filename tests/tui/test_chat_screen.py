@@ -9,9 +9,10 @@ import os
 import time
 
 import pytest
+from chat_shared import PROMPT, _env, cache, finished_run  # noqa: F401 (_env, cache: fixtures)
 from dashboard_helpers import make_run as fixture_run
 from dashboard_helpers import pilot_test, text_of, utc, wait_for  # noqa: F401 (utc: fixture)
-from engine_runs import make_run, run_engine
+from engine_runs import make_run
 from textual.widgets import DataTable, Input, Select, Static
 from zerotui.core.errors import RunError
 from zerotui.core.events.stream import EventWriter
@@ -26,29 +27,15 @@ from zerotui.tui.dashboard.screen import DashboardScreen
 from zerotui.tui.dashboard.stat_panel import StatPanel
 from zerotui.tui.messages import ChatText
 
-PROMPT = "What is 47 plus 32?"
 NEW = 12
-
-
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory):
-    return tmp_path_factory.mktemp("cache")
-
-
-@pytest.fixture(autouse=True)
-def _env(cache, monkeypatch):
-    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(cache))  # the tiny base and the tokenised data, shared
 
 
 @pytest.fixture(scope="module")
 def lora_run(tmp_path_factory, cache):
     """One real finished run: final/ and a complete checkpoint at step 3. A small lr: at 1e-2 six steps
     taught the tiny model to answer with its end token at once, and an empty answer proves nothing."""
-    paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-lora", method="lora", lr=1e-4,
-                     max_steps=6, save_interval=3, log_interval=3, lora_targets=["q_proj", "v_proj"])
-    assert run_engine(paths, cache=cache)["state"] == "completed"
-    write_status(paths, state="completed", step=6)  # what the supervisor leaves (the runner has none)
-    return paths
+    return finished_run(tmp_path_factory.mktemp("runs") / "20260101-000000-lora", cache, method="lora", lr=1e-4,
+                        max_steps=6, save_interval=3, log_interval=3, lora_targets=["q_proj", "v_proj"])
 
 
 def expected_answer(paths, choice):

@@ -7,19 +7,22 @@ from sweep_fixture import TRIALS, add_running, make_sweep, sweep_host, until_rea
 from textual.widgets import DataTable, Static
 
 
-def test_the_sweep_screen_lists_every_trial_and_the_best(tmp_path):
-    paths = make_sweep(tmp_path / "sweeps" / "20261201-120000-demo", tmp_path / "runs")
-
+def read_screen(paths) -> tuple[list[list[str]], str]:
+    """The sweep screen on ``paths``, once it has read the study: its table's rows and its headline."""
     async def go():
         app = sweep_host(paths)
         async with app.run_test(size=(140, 40)) as pilot:
             await until_read(app, pilot)
             table = app.screen.query_one(DataTable)
             rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-            head = str(app.screen.query_one("#sweep-head", Static).render())
-            return rows, head
+            return rows, str(app.screen.query_one("#sweep-head", Static).render())
 
-    rows, head = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_the_sweep_screen_lists_every_trial_and_the_best(tmp_path):
+    paths = make_sweep(tmp_path / "sweeps" / "20261201-120000-demo", tmp_path / "runs")
+    rows, head = read_screen(paths)
     assert [r[0] for r in rows] == [f"t{i}" for i in range(len(TRIALS))]
     assert [r[1] for r in rows] == [t[2].lower() for t in TRIALS]
     assert rows[4][2] == "5.36" and "grad_accum=2" in rows[4][3]
@@ -30,16 +33,7 @@ def test_several_running_trials_each_show_their_gpu_and_latest_eval(tmp_path):
     """--parallel: two trials running at once are two rows, each with its GPU; the headline counts them."""
     paths = make_sweep(tmp_path / "sweeps" / "20261201-120000-demo", tmp_path / "runs")
     add_running(paths)
-
-    async def go():
-        app = sweep_host(paths)
-        async with app.run_test(size=(140, 40)) as pilot:
-            await until_read(app, pilot)
-            table = app.screen.query_one(DataTable)
-            rows = [[str(c) for c in table.get_row_at(i)] for i in range(table.row_count)]
-            return rows, str(app.screen.query_one("#sweep-head", Static).render())
-
-    rows, head = asyncio.run(go())
+    rows, head = read_screen(paths)
     running = rows[len(TRIALS):]
     assert [r[1] for r in running] == ["running", "running"]
     assert running[0][2] == "5.77 @4" and running[0][4].endswith("(gpu 0)")

@@ -7,6 +7,7 @@ added to any step is covered without touching this file.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,17 @@ def keys_for(current: str, text: str) -> list[str]:
     return ["end", *["backspace"] * (len(current) + 1), *text[1:], "home", text[0], "end", "x", "backspace"]
 
 
+@contextlib.asynccontextmanager
+async def on_the_data_step():
+    """The wizard on the fake 24 GB workstation, gone to the data step: ``(app, pilot)``."""
+    app = ZeroTuiApp(hardware=workstation_24gb())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.go_to_step("data")
+        await settle(pilot)
+        yield app, pilot
+
+
 def test_the_wizard_has_text_fields_on_every_editing_step():
     steps = {step for step, _ in TEXT_FIELDS}
     assert {"model", "data", "precision", "zero"} <= steps, TEXT_FIELDS
@@ -100,11 +112,7 @@ async def test_a_burst_of_keys_lands_in_order(step: str, field: str, gap_ms: int
 
 @pilot_test
 async def test_the_reported_sequence_leaves_99_in_the_sequence_length():
-    app = ZeroTuiApp(hardware=workstation_24gb())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.go_to_step("data")
-        await settle(pilot)
+    async with on_the_data_step() as (app, pilot):
         box = app.screen.query_one(f"#{control_id('seq_len')}", Input)
         box.focus()
         await burst(pilot, ["end", *["backspace"] * 5, "5", "1", "2"])
@@ -114,11 +122,7 @@ async def test_the_reported_sequence_leaves_99_in_the_sequence_length():
 
 @pilot_test
 async def test_keys_after_a_tab_go_to_the_next_field():
-    app = ZeroTuiApp(hardware=workstation_24gb())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.go_to_step("data")
-        await settle(pilot)
+    async with on_the_data_step() as (app, pilot):
         app.screen.query_one(f"#{control_id('seq_len')}", Input).focus()
         await settle(pilot)
         before = app.state.value("seq_len")
@@ -129,11 +133,7 @@ async def test_keys_after_a_tab_go_to_the_next_field():
 
 @pilot_test
 async def test_a_value_typed_in_another_spelling_is_left_as_typed():
-    app = ZeroTuiApp(hardware=workstation_24gb())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        app.go_to_step("data")
-        await settle(pilot)
+    async with on_the_data_step() as (app, pilot):
         box = app.screen.query_one(f"#{control_id('seq_len')}", Input)
         box.focus()
         await burst(pilot, ["end", *["backspace"] * 5, *"1_024"])

@@ -7,7 +7,7 @@ import json
 
 import datasets
 import pytest
-from wizard_helpers import fill, pilot_test, settle, step
+from wizard_helpers import fill, new_run_at_data, pilot_test, settle, step
 from zerotui.core.errors import DataError
 from zerotui.core.plan.data_source import DataSource
 from zerotui.core.plan.schema import Plan
@@ -33,11 +33,7 @@ async def test_a_save_to_disk_folder_previews_its_first_rows_in_the_wizard(tmp_p
     datasets.Dataset.from_list(ALPACA).save_to_disk(str(folder))
     app = ZeroTuiApp(hardware=workstation_24gb())
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
-        await pilot.press("ctrl+n")
-        await settle(pilot)
+        await new_run_at_data(pilot)
         assert step(pilot) == "data"
         await fill(pilot, "data", str(folder))
         await settle(pilot)

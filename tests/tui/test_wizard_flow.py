@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Button, Static
 
-from wizard_helpers import choose, fill, jump, pilot_test, settle, step
+from wizard_helpers import choose, fill, jump, new_run, new_run_at_data, pilot_test, settle, step
 from zerotui.tui.app import ZeroTuiApp
 from zerotui.tui.wizard.demo_hardware import cpu_only, workstation_24gb
 from zerotui.tui.wizard.budget_bar import BudgetBar, BudgetRow, format_bytes
@@ -85,9 +85,7 @@ async def test_7b_zero3_offload_on_24gb_by_keyboard_matches_the_preset():
     hw = workstation_24gb()
     app = ZeroTuiApp(hardware=hw)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
+        await new_run(pilot)
         await fill(pilot, "model", "llama-2-7b")
         assert "6,738,415,616" in shown(app, "#model-info")  # the published count (docs/estimator.md)
         await pilot.press("ctrl+n")
@@ -191,9 +189,7 @@ async def test_stage_moves_the_gpu_bar_down_on_several_gpus():
     hw = stated_hardware(gpu_mem="80GiB", gpus=8, ram="1TiB", base=workstation_24gb())
     app = ZeroTuiApp(hardware=hw)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
+        await new_run(pilot)
         await fill(pilot, "model", "llama-2-7b")
         await jump(pilot, 4)
         needs = []
@@ -207,11 +203,7 @@ async def test_stage_moves_the_gpu_bar_down_on_several_gpus():
 async def test_invalid_input_is_marked_and_blocks_launch(tmp_path):
     app = ZeroTuiApp(hardware=cpu_only(), runs_dir=tmp_path / "runs")
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
-        await pilot.press("ctrl+n")
-        await settle(pilot)
+        await new_run_at_data(pilot)
         await fill(pilot, "micro_batch", "0")
         row = app.screen.query_one("#row-micro_batch")
         assert row.has_class("has-error")
@@ -243,9 +235,7 @@ async def test_fit_turns_a_7b_full_finetune_from_red_to_green():
     hw = workstation_24gb()
     app = ZeroTuiApp(hardware=hw)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
+        await new_run(pilot)
         await fill(pilot, "model", "llama-2-7b")
         await jump(pilot, 4)
         await choose(pilot, "stage", 2)

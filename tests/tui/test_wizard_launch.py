@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 
-from wizard_helpers import fill, pilot_test, settle, step
+from wizard_helpers import fill, new_run_at_data, pilot_test, settle, step
 from zerotui.core.run.folder import list_runs, run_state, send_control
 from zerotui.tui.app import ZeroTuiApp
 from zerotui.tui.wizard.demo_hardware import cpu_only
@@ -19,11 +19,7 @@ async def test_launch_tiny_cpu_demo_opens_the_dashboard(tmp_path, monkeypatch):
     app = ZeroTuiApp(hardware=cpu_only(), runs_dir=runs)
     t0 = time.perf_counter()
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
-        await pilot.press("ctrl+n")
-        await settle(pilot)
+        await new_run_at_data(pilot)
         await fill(pilot, "seq_len", "64")
         await fill(pilot, "max_steps", "3")
         await pilot.press("ctrl+r")

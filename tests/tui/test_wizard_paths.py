@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 
-from wizard_helpers import choose, jump, pilot_test, settle, step
+from wizard_helpers import choose, jump, new_run_at_data, pilot_test, settle, step
 from zerotui.tui.app import ZeroTuiApp
 from zerotui.tui.wizard.demo_hardware import workstation_24gb
 
@@ -20,11 +20,7 @@ async def test_browse_for_a_dataset_and_see_its_first_rows(tmp_path, monkeypatch
                             for i in range(8)))
     app = ZeroTuiApp(hardware=workstation_24gb())
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await pilot.press("n")
-        await settle(pilot)
-        await pilot.press("ctrl+n")
-        await settle(pilot)
+        await new_run_at_data(pilot)
         app.screen.query_one("#browse-data").focus()
         await pilot.press("enter")
         await settle(pilot)

@@ -54,6 +54,20 @@ async def jump(pilot, number: int) -> None:
     await settle(pilot)
 
 
+async def new_run(pilot) -> None:
+    """From the hardware screen, as the app opens: n, a new run on the default plan, at the model step."""
+    await settle(pilot)
+    await pilot.press("n")
+    await settle(pilot)
+
+
+async def new_run_at_data(pilot) -> None:
+    """A new run (``new_run``), then ctrl+n on to the data step."""
+    await new_run(pilot)
+    await pilot.press("ctrl+n")
+    await settle(pilot)
+
+
 def step(pilot) -> str:
     return getattr(pilot.app.screen, "STEP", "") or type(pilot.app.screen).__name__
 

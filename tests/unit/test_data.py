@@ -5,10 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import os
-from pathlib import Path
 
 import pytest
 import torch
+from data_shared import _cache, tok, write_jsonl  # noqa: F401 (_cache, tok: fixtures)
 
 from zerotui.core.data import prepare as data_mod
 from zerotui.core.errors import DataError
@@ -25,16 +25,6 @@ ALPACA = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tiny_tokenizer()
-
-
 def plan_for(path, **kw) -> Plan:
     kw.setdefault("eval_fraction", 0.0)
     kw.setdefault("seq_len", 128)
@@ -43,11 +33,6 @@ def plan_for(path, **kw) -> Plan:
 
 def targets_text(tok, ids, labels) -> str:
     return tok.decode([int(i) for i, l in zip(ids, labels) if l != IGNORE])
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
 
 
 # -- file types --------------------------------------------------------------------------------------

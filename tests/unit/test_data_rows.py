@@ -8,24 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pytest
+from data_shared import _cache, tok, tokens  # noqa: F401 (_cache, tok: fixtures)
 from zerotui.core.data import prepare as data_mod
 from zerotui.core.data.arrow_rows import Rows, rows_of, scatter_lists, spans
 from zerotui.core.data.arrow_tokenise import tokenise_source
 from zerotui.core.data.sources import open_source
-from zerotui.core.model.tiny import tiny_tokenizer
 from zerotui.core.plan.data_source import sources
 from zerotui.core.plan.schema import Plan
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tiny_tokenizer()
 
 
 def write_jsonl(path: Path, n: int, word: str, broken_every: int = 0) -> Path:
@@ -51,10 +40,6 @@ def through_datasets(plan: Plan, tok) -> dict[str, list[list[int]]]:
     if eval_idx is not None:
         out["eval"] = [list(r) for r in mixed.select(eval_idx)["input_ids"]]
     return out
-
-
-def tokens(ts) -> list[list[int]]:
-    return [ts.example(i)[0].tolist() for i in range(len(ts))]
 
 
 def test_one_source_with_gaps_writes_the_same_tokens_in_the_same_order(tmp_path, tok):

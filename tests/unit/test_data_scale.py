@@ -8,32 +8,13 @@ from pathlib import Path
 
 import datasets
 import pytest
+from data_shared import _cache, tok, tokens, write_jsonl  # noqa: F401 (_cache, tok: fixtures)
 from zerotui.core.data import prepare as data_mod
 from zerotui.core.errors import DataError, PlanError
-from zerotui.core.model.tiny import tiny_tokenizer
 from zerotui.core.plan.schema import Plan, plan_from_dict
 from zerotui.core.run.input_check import check_data
 
 ALPACA = [{"instruction": f"Say the number {i}.", "input": "", "output": f"The number is {i}."} for i in range(40)]
-
-
-@pytest.fixture(autouse=True)
-def _cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(tmp_path / "cache"))
-
-
-@pytest.fixture(scope="module")
-def tok():
-    return tiny_tokenizer()
-
-
-def write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def tokens(ts) -> list[list[int]]:
-    return [ts.example(i)[0].tolist() for i in range(len(ts))]
 
 
 def test_a_save_to_disk_folder_reads_as_the_same_rows_as_jsonl(tmp_path, tok):
