@@ -84,9 +84,10 @@ def main() -> int:
     for rep in range(a.repeats):
         for cuda_thread in (False, True):
             p = _run(a.model, cuda_thread)
+            ok = p.returncode == 0 and p.stdout.strip()
             row = {"repeat": rep, "cuda_in_thread": cuda_thread,
-                   "stages_s": json.loads(p.stdout.strip().splitlines()[-1]) if p.returncode == 0 else None}
-            if p.returncode != 0:
+                   "stages_s": json.loads(p.stdout.strip().splitlines()[-1]) if ok else None}
+            if not ok:
                 row["error"] = p.stderr[-1500:]
             out["runs"].append(row)
             print(json.dumps(row), flush=True)

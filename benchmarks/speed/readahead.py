@@ -47,13 +47,15 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=2)
     a = ap.parse_args()
     files = sorted(p for p in a.folder.rglob("*") if p.is_file() and not p.is_symlink())
+    if not files:
+        raise SystemExit(f"{a.folder}: no files to read")
     rows = []
     for rep in range(a.repeats):
         for n in (a.readers if rep % 2 == 0 else a.readers[::-1]):
             dropped = drop_caches()
             done, secs = read_with(files, n)
             rows.append({"repeat": rep, "readers": n, "bytes": done, "seconds": round(secs, 2),
-                         "MB_s": round(done / secs / 1e6), "cache_dropped": dropped})
+                         "MB_s": round(done / max(secs, 1e-9) / 1e6), "cache_dropped": dropped})
             print(json.dumps(rows[-1]), flush=True)
     a.out.write_text(json.dumps({"command": " ".join(sys.argv), "folder": str(a.folder), "rows": rows}, indent=1))
     return 0

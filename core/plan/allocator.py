@@ -16,10 +16,13 @@ will have.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 ENV = "PYTORCH_CUDA_ALLOC_CONF"
+#: torch >= 2.9 reads PYTORCH_ALLOC_CONF first and PYTORCH_CUDA_ALLOC_CONF only without it: either is
+#: the user's choice, the first one wins.
+USER_ENVS = ("PYTORCH_ALLOC_CONF", ENV)
 EXPANDABLE = "expandable_segments:True"
 #: Beyond this many tokens per sequence a ZeRO-3 run gets expandable segments.
 LONG_SEQUENCE_TOKENS = 2048
@@ -31,9 +34,22 @@ def wants_expandable(plan: Any) -> bool:
 
 def effective_conf(plan: Any, env: Mapping[str, str]) -> str:
     """The value the run's processes will see: the user's when set, else ours, else '' (the default)."""
-    if ENV in env:
-        return env[ENV]
+    for name in USER_ENVS:
+        if name in env:
+            return env[name]
     return EXPANDABLE if wants_expandable(plan) else ""
+
+
+def user_set(env: Mapping[str, str]) -> bool:
+    return any(name in env for name in USER_ENVS)
+
+
+def set_for(plan: Any, env: MutableMapping[str, str]) -> bool:
+    """Add zerotui's setting to ``env`` where the plan wants it and the user set none; True if it did."""
+    if user_set(env) or not wants_expandable(plan):
+        return False
+    env[ENV] = EXPANDABLE
+    return True
 
 
 def expandable_in_effect(plan: Any, env: Mapping[str, str]) -> bool:

@@ -14,6 +14,7 @@ from typing import Mapping, Optional
 
 from zerotui.core.errors import PlanError
 from zerotui.core.hardware.types import Hardware
+from zerotui.core.plan import allocator
 from zerotui.core.plan.schema import Plan
 from zerotui.core.train.distributed import DEFAULT_TIMEOUT_MINUTES, free_port
 
@@ -154,7 +155,10 @@ def launcher_env(base_env: Optional[Mapping[str, str]] | Plan = None,
 
 def deepspeed_env_lines(env: Optional[Mapping[str, str]] = None) -> list[str]:
     """``NAME=value`` lines for a ``.deepspeed_env`` file, which DeepSpeed's multi-node runner exports on
-    every node (runner.py, DEEPSPEED_ENVIRONMENT_NAME)."""
+    every node (runner.py, DEEPSPEED_ENVIRONMENT_NAME). A PyTorch allocator setting of the user's (``env``,
+    this process's environment when None) goes too: the other nodes' workers must make the same choice
+    as this node's estimate (core/plan/allocator.py)."""
+    user = os.environ if env is None else env
     env = launcher_env(env or {})
     names = [*NO_MULTICAST_ENV, "DEEPSPEED_TIMEOUT"]
-    return [f"{n}={env[n]}" for n in names]
+    return [f"{n}={env[n]}" for n in names] + [f"{n}={user[n]}" for n in allocator.USER_ENVS if n in user]

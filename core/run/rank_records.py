@@ -29,7 +29,7 @@ RANKS_DIR = "ranks"
 #: The variables each rank reports in its record and its first worker.log line.
 ENV_SHOWN = ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS", "DEEPSPEED_TIMEOUT",
              "CUDA_VISIBLE_DEVICES", "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "LOCAL_SIZE",
-             "PYTORCH_CUDA_ALLOC_CONF")
+             "PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
 #: Set by the supervisor in the environment it gives the launcher: every rank inherits it.
 SUPERVISOR_ENV = "ZEROTUI_SUPERVISOR_PID"

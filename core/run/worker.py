@@ -163,7 +163,6 @@ class Worker:
             fn = self.train_fn
             if fn is None:
                 self.emit("phase", name="importing libraries", done=None, total=None)
-                self._allocator()
                 self._prefetch()
                 fn = _engine_train()
             self.result = fn(self.plan, self.paths, self.emit, self.control,
@@ -182,16 +181,15 @@ class Worker:
             sys.stderr.flush()
 
     def _allocator(self) -> None:
-        """PyTorch's allocator setting for this plan (core/plan/allocator.py), set before torch first
-        touches CUDA (the allocator reads it once). Here rather than in the launch so that every way of
-        starting a rank (zerotui train, an exported launch.sh, other nodes) gets it; a user's own value stays."""
+        """PyTorch's allocator setting for this plan (core/plan/allocator.py), set before torch is imported
+        (the allocator reads it once). Here rather than in the launch so that every way of starting a rank
+        (zerotui train, an exported launch.sh, other nodes) gets it; a user's own value stays."""
         from zerotui.core.plan import allocator
 
-        if allocator.ENV not in os.environ and allocator.wants_expandable(self.plan):
-            os.environ[allocator.ENV] = allocator.EXPANDABLE
+        if allocator.set_for(self.plan, os.environ):
             self.emit("log", message=f"{allocator.ENV}={allocator.EXPANDABLE}: ZeRO-3 with sequences over "
                                      f"{allocator.LONG_SEQUENCE_TOKENS} tokens fragments PyTorch's default "
-                                     "allocator (set your own value to override)")
+                                     "allocator (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
 
     def _prefetch(self) -> None:
         """Start reading the model's weights, and on a resume the checkpoint, while the libraries import
@@ -225,6 +223,8 @@ class Worker:
             traceback.print_exc(file=sys.stderr)
             return self._finish("failed", describe_failure(exc, "reading the run folder").reason)
         single_process_env()
+        if self.train_fn is None:
+            self._allocator()  # here, before any thread: the environment is not safe to change under readers
         self.thread = threading.Thread(target=self._train, name="zerotui-train", daemon=True)
         self.thread.start()
         try:

@@ -61,20 +61,20 @@ def _available_bytes() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def start(files: list[Path], budget: int | None = None, readers: int = READERS) -> threading.Thread | None:
-    """Read ``files`` (as many as the budget allows) in daemon threads; the first of them, or None when
-    there is nothing to do."""
+def start(files: list[Path], budget: int | None = None, readers: int = READERS) -> list[threading.Thread]:
+    """Read ``files`` (as many as the budget allows) in daemon threads; the threads (none when there is
+    nothing to do)."""
     if os.environ.get("ZEROTUI_PREFETCH", "1") == "0" or not files:
-        return None
+        return []
     chosen = within_budget(files, budget if budget is not None else _available_bytes() // 2)
     if not chosen:
-        return None
+        return []
     pieces = _Pieces(chosen)
     threads = [threading.Thread(target=pieces.read_all, name=f"zerotui-prefetch-{i}", daemon=True)
                for i in range(max(1, readers))]
     for t in threads:
         t.start()
-    return threads[0]
+    return threads
 
 
 class _Pieces:

@@ -20,20 +20,28 @@ def test_expandable_segments_for_zero3_beyond_2048_tokens_only(kw, wanted):
     assert allocator.expandable_in_effect(plan, {}) is wanted
 
 
+@pytest.mark.parametrize("name", ["PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF"])
 @pytest.mark.parametrize("value, expandable", [("", False), ("max_split_size_mb:256", False),
                                                ("expandable_segments:False", False),
                                                ("garbage_collection_threshold:0.8, expandable_segments:True", True)])
-def test_a_users_own_setting_is_kept_and_read_for_every_plan(value, expandable):
-    env = {"PYTORCH_CUDA_ALLOC_CONF": value}
+def test_a_users_own_setting_is_kept_and_read_for_every_plan(name, value, expandable):
+    env = {name: value}
     for plan in (_plan(), _plan(stage=2)):
         assert allocator.effective_conf(plan, env) == value
         assert allocator.expandable_in_effect(plan, env) is expandable
+        assert allocator.set_for(plan, dict(env)) is False
+
+
+def test_torchs_newer_variable_wins_over_the_older_one():
+    env = {"PYTORCH_ALLOC_CONF": "expandable_segments:False", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
+    assert allocator.expandable_in_effect(_plan(), env) is False
 
 
 def test_the_worker_sets_it_for_the_plan_and_says_so(tmp_path, monkeypatch):
     from zerotui.core.run import worker as worker_mod
 
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
     said = []
     fake = type("W", (), {"plan": _plan(), "emit": lambda self, kind, **f: said.append((kind, f))})()
     worker_mod.Worker._allocator(fake)
@@ -44,6 +52,10 @@ def test_the_worker_sets_it_for_the_plan_and_says_so(tmp_path, monkeypatch):
     worker_mod.Worker._allocator(fake)
     assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "" and said == []
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF")
+    monkeypatch.setenv("PYTORCH_ALLOC_CONF", "expandable_segments:False")  # torch's newer name counts too
+    worker_mod.Worker._allocator(fake)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ and said == []
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF")
     fake.plan = _plan(stage=2)
     worker_mod.Worker._allocator(fake)
     assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ

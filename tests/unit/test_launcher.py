@@ -105,3 +105,13 @@ def test_env_plan_form_starts_from_this_process(monkeypatch):
 def test_deepspeed_env_file_lines():
     lines = deepspeed_env_lines()
     assert "NVSHMEM_DISABLE_NVLS=1" in lines and all("=" in ln for ln in lines)
+
+
+def test_a_users_allocator_setting_travels_to_the_other_nodes():
+    """DeepSpeed's multi-node runner does not forward PYTORCH_* variables: the user's allocator choice goes
+    into the .deepspeed_env lines, so every node's workers choose as this node's estimate did."""
+    env = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False", "HOME": "/root"}
+    lines = deepspeed_env_lines(env)
+    assert "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:False" in lines
+    assert not any(ln.startswith("HOME=") for ln in lines)
+    assert not any("ALLOC_CONF" in ln for ln in deepspeed_env_lines({"HOME": "/root"}))

@@ -61,3 +61,36 @@ def test_the_engine_gets_its_own_checkpoint_engine_back_even_after_an_error(tmp_
     except OSError:
         pass
     assert engine.checkpoint_engine is own
+
+
+def test_no_optimizer_state_stays_mapped_after_the_load(tmp_path):
+    """A CPU optimizer keeps loaded tensors as they are (same dtype and device): without the release its
+    Adam moments would be views of the checkpoint file, and the file would keep its disk space after
+    keep-last-K removes it. The engine's optimizer may wrap the torch one (ZeRO, bf16): both are walked."""
+    p = torch.nn.Parameter(torch.randn(4096))
+    opt = torch.optim.Adam([p])
+    p.grad = torch.randn(4096)
+    opt.step()
+    path = tmp_path / "optim_states.pt"
+    torch.save(opt.state_dict(), path)
+
+    class Wrapper:  # like DeepSpeed's ZeRO optimizer: the torch optimizer inside
+        def __init__(self, inner):
+            self.optimizer = inner
+
+    class Engine:
+        checkpoint_engine = _Inner()
+
+    engine, restored = Engine(), torch.optim.Adam([p])
+    engine.optimizer = Wrapper(restored)
+    with mapped_loads(engine):
+        restored.load_state_dict(engine.checkpoint_engine.load(str(path), map_location=torch.device("cpu")))
+        assert _mapped_from(restored.state[p]["exp_avg"], path)  # what the release is for
+    for key in ("exp_avg", "exp_avg_sq"):
+        assert not _mapped_from(restored.state[p][key], path)
+        assert torch.equal(restored.state[p][key], opt.state[p][key])
+    path.unlink()
+    import gc
+
+    gc.collect()
+    assert not any(str(path) in line for line in open("/proc/self/maps"))  # the file's space is free

@@ -37,7 +37,7 @@ def test_only_as_much_as_the_budget_is_read(tmp_path):
     ck = _tree(tmp_path)
     files = prefetch.checkpoint_files(ck, 0)  # 300, 20, 500 bytes in name order
     assert [f.stat().st_size for f in prefetch.within_budget(files, 400)] == [300, 20]
-    assert prefetch.start(files, budget=10) is None  # nothing fits: no thread
+    assert prefetch.start(files, budget=10) == []  # nothing fits: no thread
 
 
 def test_a_model_folders_weights_and_nothing_for_a_hub_id(tmp_path):
@@ -50,12 +50,13 @@ def test_a_model_folders_weights_and_nothing_for_a_hub_id(tmp_path):
 def test_the_thread_reads_everything_and_can_be_turned_off(tmp_path, monkeypatch):
     ck = _tree(tmp_path)
     files = prefetch.checkpoint_files(ck, 0)
-    thread = prefetch.start(files, budget=1 << 20)
-    assert thread is not None
-    thread.join(10)
-    assert not thread.is_alive()
+    threads = prefetch.start(files, budget=1 << 20)
+    assert len(threads) == prefetch.READERS
+    for t in threads:
+        t.join(10)
+    assert not any(t.is_alive() for t in threads)
     monkeypatch.setenv("ZEROTUI_PREFETCH", "0")
-    assert prefetch.start(files, budget=1 << 20) is None
+    assert prefetch.start(files, budget=1 << 20) == []
     (ck / "mp_rank_00_model_states.pt").unlink()  # a file gone since the listing: skipped, not raised
     assert prefetch.read_through(files) == 520
 
