@@ -26,6 +26,9 @@ USER_ENVS = ("PYTORCH_ALLOC_CONF", ENV)
 EXPANDABLE = "expandable_segments:True"
 #: Beyond this many tokens per sequence a ZeRO-3 run gets expandable segments.
 LONG_SEQUENCE_TOKENS = 2048
+#: What worker.log says when zerotui set it.
+NOTE = (f"{ENV}={EXPANDABLE}: ZeRO-3 with sequences over {LONG_SEQUENCE_TOKENS} tokens fragments PyTorch's "
+        "default allocator (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
 
 
 def wants_expandable(plan: Any) -> bool:

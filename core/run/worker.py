@@ -32,6 +32,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from zerotui.core.plan import allocator
 from zerotui.core.train.control import ControlState
 from zerotui.core.events.stream import EventWriter
 from zerotui.core.run.launcher import SUPERVISOR_MODULE, WORKER_MODULE
@@ -181,15 +182,9 @@ class Worker:
             sys.stderr.flush()
 
     def _allocator(self) -> None:
-        """PyTorch's allocator setting for this plan (core/plan/allocator.py), set before torch is imported
-        (the allocator reads it once). Here rather than in the launch so that every way of starting a rank
-        (zerotui train, an exported launch.sh, other nodes) gets it; a user's own value stays."""
-        from zerotui.core.plan import allocator
-
+        """PyTorch's allocator setting (core/plan/allocator.py), before torch is imported, on every rank."""
         if allocator.set_for(self.plan, os.environ):
-            self.emit("log", message=f"{allocator.ENV}={allocator.EXPANDABLE}: ZeRO-3 with sequences over "
-                                     f"{allocator.LONG_SEQUENCE_TOKENS} tokens fragments PyTorch's default "
-                                     "allocator (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
+            self.emit("log", message=allocator.NOTE)
 
     def _prefetch(self) -> None:
         """Start reading the model's weights, and on a resume the checkpoint, while the libraries import
@@ -223,8 +218,8 @@ class Worker:
             traceback.print_exc(file=sys.stderr)
             return self._finish("failed", describe_failure(exc, "reading the run folder").reason)
         single_process_env()
-        if self.train_fn is None:
-            self._allocator()  # here, before any thread: the environment is not safe to change under readers
+        if self.train_fn is None:  # before any thread: changing the environment under a reader is unsafe
+            self._allocator()
         self.thread = threading.Thread(target=self._train, name="zerotui-train", daemon=True)
         self.thread.start()
         try:

@@ -16,6 +16,11 @@ it, until the process ends. So after the load every optimizer tensor that lies i
 loaded file is replaced by a copy (``release``); on a GPU run there are none (the state was copied to
 the device), on the CPU this is the copy ``torch.load`` would have made, from the page cache.
 A file ``torch.load`` cannot map (written by the old, non-zip format) is loaded the ordinary way.
+
+``weights_only=False``, as DeepSpeed's own engine loads: its checkpoints hold DeepSpeed objects (loss
+scalers, the ZeRO stage enum, tensor fragment addresses, which differ by optimizer) that the restricted
+unpickler refuses. A resume trusts the run folder's checkpoint files exactly as DeepSpeed does; they are
+written by the run itself, and ``zerotui`` refuses run folders it finds tampered (core/run/run_files.py).
 """
 from __future__ import annotations
 
