@@ -238,6 +238,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
         self._show_estimate()
         self._stats_dirty = True
         self._tick()
+        self.refresh_bindings()  # the keys depend on the outcome, which the history's end settles
         # Everything alive now (Textual's widgets, the libraries, this history) lives as long as this
         # screen: move it out of the collector's way. A full collection over it took 95-143 ms in the
         # long-run benchmark, stalling whichever frame it hit; afterwards only new objects are scanned.
