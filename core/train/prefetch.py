@@ -7,9 +7,10 @@ Reading those files from the worker's first moment overlaps the disk with the im
 reads come from memory. Only as much as fits in half of the RAM available now is read (more would push
 out what was read first, or other programs' cache). ``ZEROTUI_PREFETCH=0`` turns it off (to measure it).
 
-Several threads read at once (``READERS``): a cloud volume or an NVMe drive serves one sequential reader at
-a fraction of what it serves several (a virtual disk's throughput grows with the requests in flight). They
-take 64 MB pieces in file order, so the first files are ready first.
+Several threads read at once (``READERS``): a virtual disk or an NVMe drive serves more with several
+requests in flight (the H200 machine's disk: 1.48 GB/s with one reader, 1.78 GB/s with four;
+benchmarks/results/startup-readahead-2026-12-02.json). They take 64 MB pieces in file order, so the
+first files are ready first.
 """
 from __future__ import annotations
 
