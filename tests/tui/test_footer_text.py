@@ -114,3 +114,25 @@ async def test_the_dashboard_and_the_runs_list_show_all_their_keys(tmp_path, kin
             await wait_for(pilot, lambda: type(app.screen).__name__ == "RunsScreen", what="the runs list")
             await settle(pilot)
             await check_footer(pilot, "runs list")
+
+
+@pilot_test
+async def test_the_keys_follow_a_status_that_settles_the_outcome_without_a_new_state(tmp_path):
+    """A resumed run is "starting" in every status.json read; what sets the old run_finished aside is the
+    status's launch time. When the history lands before that status (as on a slow machine), the footer
+    showed the stopped run's keys (u Resume run) for good: keys were refreshed on a new state only."""
+    from zerotui.tui.messages import RunStateChanged
+
+    paths = _run(tmp_path, "resumed")
+    app = ZeroTuiApp(attach=paths)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.screen.outcome == "starting", what="the starting state")
+        status = dict(app.screen.status)
+        app.screen.post_message(RunStateChanged("starting", {}))  # the order of the race, made certain
+        await wait_for(pilot, lambda: app.screen.outcome == "stopped", what="the old end standing")
+        await check_footer(pilot, "dashboard (status without its launch)")
+        assert "u Resume run" in footer_text(app)
+        app.screen.post_message(RunStateChanged("starting", status))
+        await wait_for(pilot, lambda: app.screen.outcome == "starting", what="the resumed run")
+        await check_footer(pilot, "dashboard (resumed, status read after the history)")
+        assert "s Stop" in footer_text(app) and "u Resume run" not in footer_text(app)
