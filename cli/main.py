@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "attach": "open the dashboard on a live or finished run",
     "stop": "stop a run gracefully with a checkpoint (--now: at once)",
     "resume": "continue a run from its last complete checkpoint",
+    "spare": "keep a worker with its libraries imported for the next run (start, stop, list)",
     "merge": "LoRA merged into the base, or ZeRO shards consolidated, as a Hugging Face model",
     "chat": "talk to a run's model (final/ or a checkpoint), streamed; --prompt for one answer",
     "eval": "score a finished run on its held-out split: perplexity, ROUGE-L; added to its events",

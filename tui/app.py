@@ -21,7 +21,7 @@ from textual.screen import Screen
 from textual.worker import get_current_worker
 
 from zerotui.core.errors import ZeroTuiError
-from zerotui.core.deepspeed.prebuild import start_in_background
+from zerotui.core.run.warmup import warm_up_in_background
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.plan.schema import Plan
 from zerotui.tui.dashboard.navigation import RunNavigation
@@ -101,8 +101,8 @@ class ZeroTuiApp(RunNavigation):
             self.post_message(HardwareDetected(self.hardware))
         if self.preset:
             self.open_preset(self.preset)
-        if not self.is_headless:  # DeepSpeed's ops compile while the user plans, not at the first launch
-            start_in_background()
+        if not self.is_headless:  # ops compile and a spare worker imports while the user plans
+            warm_up_in_background()
 
     @work(thread=True, exclusive=True, exit_on_error=False, group="hardware",
           description="detect GPUs, RAM and disks")

@@ -12,6 +12,8 @@ event. The first repeat on a fresh machine is the cold start (DeepSpeed's ops ar
 ``--shape cpu-200m --drop-caches --prefetch both`` measures the checkpoint read-ahead
 (core/train/prefetch.py) on a CPU machine: a 217M-weight Llama whose checkpoint is 3.5 GB, the page
 cache dropped before every start, each repeat with read-ahead off and on (ZEROTUI_PREFETCH=0/1).
+``--spare both`` alternates starts with a spare worker ready (core/run/spare.py: started and waited for
+before the command, as the wizard starts one while the user plans) and without one.
 ``--import-times`` runs one more repeat with PYTHONPROFILEIMPORTTIME=1 and keeps the slowest imports of
 each process (CLI, supervisor, worker) to show where the time goes.
 """
@@ -91,6 +93,16 @@ def one_start(args: list[str], env: dict, runs: Path, resume_of: Path | None) ->
     return run, {**_timeline(evs, t0, launch_s), "cli_stderr": r.stderr}
 
 
+def _spare(env: dict) -> float:
+    """Start a spare worker for this environment and wait until it has imported its libraries (as the
+    wizard's does while the user plans); the seconds that took, which are not part of the start."""
+    t0 = time.time()
+    r = _cli("spare", "start", "--wait", "600", "--json", env=env)
+    if r.returncode != 0:
+        raise SystemExit(f"zerotui spare start exited {r.returncode}: {(r.stdout + r.stderr)[-800:]}")
+    return round(time.time() - t0, 2)
+
+
 def _drop_caches() -> None:
     os.sync()
     Path("/proc/sys/vm/drop_caches").write_text("1\n")
@@ -106,6 +118,8 @@ def main() -> int:
     ap.add_argument("--shape", default=None, help="a shape of benchmarks/seed_scenarios/run.py, or cpu-200m")
     ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before each start (root)")
     ap.add_argument("--prefetch", choices=("on", "off", "both"), default="on")
+    ap.add_argument("--spare", choices=("on", "off", "both"), default="off",
+                    help="a spare worker ready before each start (`zerotui spare start --wait`), none, or both")
     a = ap.parse_args()
     from zerotui.core.estimate.recommend import recommend
     from zerotui.core.hardware.detect import detect
@@ -136,18 +150,21 @@ def main() -> int:
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "versions": _versions(),
                            "model": {"shape": shape, **built}, "plan": plan.to_dict(), "starts": []}
     repeats = a.repeats + (1 if a.import_times else 0)
-    settings = {"on": ["1"], "off": ["0"], "both": ["0", "1"]}[a.prefetch]
-    for rep, pre in ((r, p) for r in range(repeats) for p in (settings if r % 2 == 0 else settings[::-1])):
-        env = dict(os.environ, PYTHONUNBUFFERED="1", ZEROTUI_PREFETCH=pre)
+    both = {"on": ["1"], "off": ["0"], "both": ["0", "1"]}
+    settings = [(p, sp) for p in both[a.prefetch] for sp in both[a.spare]]
+    for rep, (pre, spare) in ((r, c) for r in range(repeats) for c in (settings if r % 2 == 0 else settings[::-1])):
+        env = dict(os.environ, PYTHONUNBUFFERED="1", ZEROTUI_PREFETCH=pre, ZEROTUI_SPARE=spare)
         traced = a.import_times and rep == repeats - 1
         if traced:
             env["PYTHONPROFILEIMPORTTIME"] = "1"
         if a.drop_caches:
             _drop_caches()
+        spare_s = _spare(env) if spare == "1" else None
         run, new = one_start([str(plan_file), "--force", "--runs-dir", str(runs)], env, runs, None)
         _wait_step(run, 0, 2, timeout=600)
         stop = _cli("stop", str(run), "--wait", "--runs-dir", str(runs), env=env)
-        row = {"repeat": rep, "kind": "new run", "prefetch": pre == "1", "import_traced": traced, **new}
+        row = {"repeat": rep, "kind": "new run", "prefetch": pre == "1", "spare": spare == "1",
+               "spare_ready_after_s": spare_s, "import_traced": traced, **new}
         if traced:
             row["slowest_imports"] = {"cli": _imports(new.pop("cli_stderr")),
                                       "supervisor+worker (worker.log)": _imports((run / "worker.log").read_text())}
@@ -155,15 +172,18 @@ def main() -> int:
         out["starts"].append(row)
         if stop.returncode != 0:
             row["stop"] = (stop.stdout + stop.stderr)[-500:]
-        print(json.dumps({k: row[k] for k in ("repeat", "kind", "prefetch", "first_step_s", "phases_s")}), flush=True)
+        shown = ("repeat", "kind", "prefetch", "spare", "first_step_s", "phases_s")
+        print(json.dumps({k: row[k] for k in shown}), flush=True)
         if a.drop_caches:
             _drop_caches()
+        spare_s = _spare(env) if spare == "1" else None
         _, res = one_start(["--resume", str(run), "--runs-dir", str(runs)], env, runs, run)
         _cli("stop", str(run), "--now", "--wait", "--runs-dir", str(runs), env=env)
         res.pop("cli_stderr", None)
-        rrow = {"repeat": rep, "kind": "resume", "prefetch": pre == "1", "import_traced": traced, **res}
+        rrow = {"repeat": rep, "kind": "resume", "prefetch": pre == "1", "spare": spare == "1",
+                "spare_ready_after_s": spare_s, "import_traced": traced, **res}
         out["starts"].append(rrow)
-        print(json.dumps({k: rrow[k] for k in ("repeat", "kind", "prefetch", "first_step_s", "phases_s")}), flush=True)
+        print(json.dumps({k: rrow[k] for k in shown}), flush=True)
         a.out.write_text(json.dumps(out, indent=1))
     return 0
 

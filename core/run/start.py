@@ -28,7 +28,8 @@ from zerotui.core.run.folder import RunPaths, new_run_dir, read_status, require_
 from zerotui.core.run.run_files import open_append
 from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
 from zerotui.core.run.input_check import check_inputs
-from zerotui.core.run.launcher import launcher_env, worker_argv
+from zerotui.core.run import spare, spare_claim
+from zerotui.core.run.launcher import uses_launcher, worker_argv
 from zerotui.core.run.preflight import preflight
 from zerotui.core.run.storage import check_storage, storage_error
 from zerotui.core.run.prepare import launch_files, write_launch_files
@@ -59,9 +60,7 @@ def _absolute_paths(plan: Plan) -> Plan:
 
 def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> tuple[list[str], dict]:
     argv = worker_argv(plan, paths.root, hardware, python=sys.executable, resume=resume)
-    env = dict(launcher_env(plan, hardware))
-    env["PYTHONUNBUFFERED"] = "1"  # worker.log shows output as it happens, not in 8 KiB blocks
-    return argv, env
+    return argv, spare.worker_env()  # the environment a spare was started with, when one takes the run
 
 
 def _open_log(argv: list[str], paths: RunPaths):
@@ -165,7 +164,12 @@ def _launch(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> Ru
     with _open_log(argv, paths) as log:
         write_status(paths, state="starting", launched=launched, heartbeat=launched, resumed=resume,
                      started=started or launched)
-        pid = _spawn(argv, env, log)
+        pid = None
+        if spare_claim.claimable(plan, env, uses_launcher(plan, hardware)):
+            pid = spare_claim.claim(paths.root, env, resume, launched,  # libraries imported already
+                              note=lambda line: (log.write(f"{line}\n".encode()), log.flush()))
+        if pid is None:
+            pid = _spawn(argv, env, log)
     _note_pid(paths, pid, launched)
     return paths
 

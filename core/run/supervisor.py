@@ -91,17 +91,18 @@ def run_processes(root_pid: int) -> list[tuple[int, str, Optional[int]]]:
 
 
 class Supervisor:
-    def __init__(self, paths: RunPaths, argv: list[str], local_ranks: int = 0, direct: bool = False) -> None:
+    def __init__(self, paths: RunPaths, argv: list[str], local_ranks: int = 0, direct: bool = False,
+                 child: Optional[subprocess.Popen] = None, signals: int = 0) -> None:
         self.paths = paths
         self.argv = argv
         self.direct = direct                         # the child is the worker itself, rank 0
         self.local_ranks = 1 if direct else local_ranks
-        self.child: Optional[subprocess.Popen] = None
+        self.child = child                           # already started: a spare's worker (core/run/spare.py)
         self.seen: dict[int, str] = {}              # every pid of the run seen, with its role
         self.rank_pids: dict[int, int] = {}          # local rank -> pid
         self.deaths: dict[int, dict[str, Any]] = {}  # rank -> {pid, at, status}
-        self.signals = 0
-        self.signal_names: list[str] = []
+        self.signals = signals                       # a spare's supervisor may have had one already
+        self.signal_names: list[str] = ["SIGTERM"] * signals
         self._forwarded = 0
         self.forced = ""                             # set when a third signal ended everything
         self.notes: list[str] = []
@@ -229,12 +230,13 @@ class Supervisor:
         set_subreaper()
         clear_records(self.paths.root)
         env = dict(os.environ, **{SUPERVISOR_ENV: str(os.getpid())})
-        self._log(f"pid {os.getpid()} starts: {' '.join(self.argv)}")
         self.notifier = self._notifier()
-        try:
-            self.child = subprocess.Popen(self.argv, env=env)
-        except OSError as err:
-            return self._conclude(launch_error=f"cannot start the DeepSpeed launcher: {err.strerror or err}")
+        if self.child is None:
+            self._log(f"pid {os.getpid()} starts: {' '.join(self.argv)}")
+            try:
+                self.child = subprocess.Popen(self.argv, env=env)
+            except OSError as err:
+                return self._conclude(launch_error=f"cannot start the DeepSpeed launcher: {err.strerror or err}")
         if self.direct:
             self.seen[self.child.pid] = "rank"
             self.rank_pids[0] = self.child.pid
@@ -330,14 +332,23 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 2
     cut = argv.index("--")
     parser = argparse.ArgumentParser(prog="python -m zerotui.core.run.supervisor")
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dir", type=Path, nargs="?")
     parser.add_argument("--local-ranks", type=int, default=0, help="ranks the launcher starts on this node")
     parser.add_argument("--direct", action="store_true", help="COMMAND is the worker itself (one process)")
+    parser.add_argument("--spare", type=Path, help="start COMMAND, a spare worker, and wait for a run (core/run/spare.py)")
     args = parser.parse_args(argv[:cut])
     command = argv[cut + 1:]
     if not command:
         sys.stderr.write("zerotui supervisor: no command after --\n")
         return 2
+    if args.spare is not None:
+        from zerotui.core.run.spare_wait import serve_spare
+
+        set_subreaper()
+        return serve_spare(args.spare.resolve(), command, lambda paths, argv, child, signals: Supervisor(
+            paths, argv, direct=True, child=child, signals=signals).run())
+    if args.run_dir is None:
+        parser.error("the run folder is required")
     return Supervisor(RunPaths(args.run_dir.resolve()), command, args.local_ranks, direct=args.direct).run()
 
 

@@ -187,19 +187,10 @@ class Worker:
             self.emit("log", message=allocator.NOTE)
 
     def _prefetch(self) -> None:
-        """Start reading the model's weights, and on a resume the checkpoint, while the libraries import
-        (core/train/prefetch.py); a failure here only loses the head start."""
-        try:
-            from zerotui.core.train import prefetch
-            from zerotui.core.train.checkpoint import newest_complete
+        """Read the weights (and, resuming, the checkpoint) ahead while the libraries import."""
+        from zerotui.core.train.prefetch import start_for_run
 
-            files = prefetch.weight_files(self.plan.model)
-            newest = newest_complete(self.paths.checkpoints) if self.resume else None
-            if newest is not None:
-                files += prefetch.checkpoint_files(newest.path, self.rank)
-            prefetch.start(files)
-        except Exception:  # noqa: BLE001 - the loads that follow read the same files and report for real
-            pass
+        start_for_run(self.plan.model, self.paths.checkpoints if self.resume else None, self.rank)
 
     def _failure_reason(self, exc: BaseException) -> str:
         return describe_failure(exc, self.tracker.where(), self.plan, self.hardware).reason
@@ -381,9 +372,16 @@ class Worker:
 def main(argv: Optional[list[str]] = None, train_fn: Optional[TrainFn] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m zerotui.core.run.worker",
                                      description="Run one zerotui training run (started by `zerotui train`).")
-    parser.add_argument("run_dir", type=Path)
+    parser.add_argument("run_dir", type=Path, nargs="?")
     parser.add_argument("--resume", action="store_true", help="continue from the newest complete checkpoint")
+    parser.add_argument("--spare", type=Path, help="import everything, then wait for a run (core/run/spare.py)")
     args = parser.parse_args(argv)
+    if args.spare is not None and supervisor_pid() is not None:
+        from zerotui.core.run.spare_worker import main as spare_main
+
+        return spare_main(args.spare, lambda claimed: main(claimed, train_fn))
+    if args.run_dir is None:
+        parser.error("the run folder is required")
     paths = RunPaths(args.run_dir.resolve())
     if supervisor_pid() is None:
         sys.stderr.write(f"zerotui worker: no supervisor; start runs with `zerotui train` (or: python -m "

@@ -126,3 +126,19 @@ def read_through(files: list[Path]) -> int:
     pieces = _Pieces(files)
     pieces.read_all()
     return pieces.done
+
+
+def start_for_run(model: str, checkpoints: Path | None, rank: int) -> None:
+    """The worker's read-ahead: the model's weight files and, when ``checkpoints`` is given (a resume),
+    the newest complete checkpoint's files for ``rank``. A failure here only loses the head start: the
+    loads that follow read the same files and report for real."""
+    try:
+        from zerotui.core.train.checkpoint import newest_complete
+
+        files = weight_files(model)
+        newest = newest_complete(checkpoints) if checkpoints is not None else None
+        if newest is not None:
+            files += checkpoint_files(newest.path, rank)
+        start(files)
+    except Exception:  # noqa: BLE001
+        pass

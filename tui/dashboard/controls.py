@@ -2,9 +2,10 @@
 
 A mixin of ``DashboardScreen`` (kept apart so each file stays readable). Control keys append to
 ``control.jsonl`` (``core.run.folder.send_control``); the worker's ``control_ack`` event shows up in the log.
-Which keys apply follows the run's state as shown (``finished``, ``outcome``: here too). The screen
-provides ``paths``, ``live``, ``state``, ``status``, ``alerted``, ``pending``, ``clock``, ``history`` and
-``_render_texts``.
+Which keys apply follows the run's state as shown (``finished``, ``outcome``: here too), and so does
+``on_run_state_changed``, which takes status.json's state from the screen's reader thread. The screen
+provides ``paths``, ``live``, ``state``, ``status``, ``alerted``, ``pending``, ``clock``, ``history``,
+``_seen_running``, ``_stats_dirty`` and ``_render_texts``.
 """
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from textual import work
 from zerotui.core.errors import ZeroTuiError
 from zerotui.core.run.folder import send_control
 from zerotui.core.run.settled import LIVE_STATES, launched_after, settled_state
-from zerotui.tui.messages import RunResumeDone
+from zerotui.tui.messages import RunResumeDone, RunStateChanged
+from zerotui.tui.common.desktop import desktop_notify
 from zerotui.tui.common.confirm import ConfirmScreen
 from zerotui.tui.dashboard.run_log import RunLog
 
@@ -41,6 +43,23 @@ class RunControls:
         `zerotui runs` (``core.run.settled.settled_state``)."""
         h = self.history
         return settled_state(self.state, self.status, h.finished if h is not None else None)
+
+    def on_run_state_changed(self, message: RunStateChanged) -> None:
+        message.stop()
+        changed = message.state != self.state
+        final = ("completed", "stopped", "failed", "lost")
+        ended = changed and self._seen_running and message.state in final
+        self._seen_running = self._seen_running or message.state not in final
+        shown = self.outcome
+        self.state, self.status = message.state, message.status
+        self._stats_dirty = True
+        # The keys follow the outcome, which status.json can move without a new state: a resumed run
+        # is "starting" from the first read, and only its "launched" time (status) sets the old end aside.
+        if self.outcome != shown:
+            self.refresh_bindings()
+        if ended:  # seen live, now over: worth a sound and a desktop notification
+            desktop_notify(self.app, f"zerotui {self.paths.name}: {message.state}",
+                           str(message.status.get("reason") or ""))
 
     def detach_note(self) -> str:
         """What the terminal says once the dashboard is gone: the screen is cleared on exit, and a

@@ -284,23 +284,6 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
         if "state" in ch.groups:
             self.refresh_bindings()
 
-    def on_run_state_changed(self, message: RunStateChanged) -> None:
-        message.stop()
-        changed = message.state != self.state
-        final = ("completed", "stopped", "failed", "lost")
-        ended = changed and self._seen_running and message.state in final
-        self._seen_running = self._seen_running or message.state not in final
-        shown = self.outcome
-        self.state, self.status = message.state, message.status
-        self._stats_dirty = True
-        # The keys follow the outcome, which status.json can move without a new state: a resumed run
-        # is "starting" from the first read, and only its "launched" time (status) sets the old end aside.
-        if self.outcome != shown:
-            self.refresh_bindings()
-        if ended:  # seen live, now over: worth a sound and a desktop notification
-            desktop_notify(self.app, f"zerotui {self.paths.name}: {message.state}",
-                           str(message.status.get("reason") or ""))
-
     def _show_estimate(self) -> None:
         assert self.history is not None
         self.estimate_bytes = self.history.launch_gpu_bytes
