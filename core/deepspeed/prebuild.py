@@ -8,6 +8,7 @@ and login finds it. Without a word, that compile looked like a hang in "initiali
 """
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -19,11 +20,15 @@ BUILDERS = {"cpu_adam": "CPUAdamBuilder", "fused_adam": "FusedAdamBuilder",
             "deepspeed_shm_comm": "ShareMemCommBuilder"}
 
 
+#: The CPU accelerator's collectives, loaded when the process group is set up.
+COMM_OP = "deepspeed_shm_comm"
+
+
 def ops_for(plan: Any, on_gpu: bool) -> list[str]:
     """The JIT ops a run of ``plan`` loads (see the module docstring)."""
     ops = ["cpu_adam" if plan.offload_optimizer != "none" else "fused_adam"]
     if not on_gpu:
-        ops.append("deepspeed_shm_comm")
+        ops.append(COMM_OP)
     return ops
 
 
@@ -50,7 +55,8 @@ def build(name: str) -> float:
     from deepspeed.accelerator import get_accelerator
 
     put_interpreter_bin_on_path()
-    clear_stale_build_locks()
+    for lock in clear_stale_build_locks():
+        print(f"zerotui: removed {lock}, left by an op build that was killed", file=sys.stderr)
     builder = get_accelerator().create_op_builder(BUILDERS[name])
     if builder is None:
         raise RuntimeError(f"DeepSpeed has no {name} op for the {get_accelerator().device_name()} accelerator")

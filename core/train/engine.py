@@ -104,6 +104,19 @@ def total_steps_for(plan: Any, batches_per_epoch: int) -> int:
     return max(1, math.floor(plan.epochs * batches_per_epoch / plan.grad_accum))
 
 
+def _build_ops(plan: Any, phases: "_Phases", on_gpu: bool, before_init: bool) -> None:
+    """A first use compiles an op: say so, rather than sit in another phase for a minute. The CPU's
+    collectives op is loaded by the process group's set-up, so it is built before that; the optimizer's
+    before ``deepspeed.initialize``."""
+    from zerotui.core.deepspeed.prebuild import COMM_OP, build_missing, ops_for
+
+    names = [op for op in ops_for(plan, on_gpu) if (op == COMM_OP) == before_init]
+    try:
+        build_missing(names, lambda op: phases.start(f"building DeepSpeed's {op} op (once per machine, about a minute)"))
+    except Exception:  # noqa: BLE001 - DeepSpeed meets the same failure where it loads the op and reports it as it always has
+        pass
+
+
 def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
           resume: bool = False) -> RunResult:
     """Train ``plan`` in run folder ``paths``; see the module docstring and docs/architecture.md ("Python seams").
@@ -113,12 +126,13 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     import numpy as np
     import torch
 
+    phases = _Phases(emit)
+    _build_ops(plan, phases, torch.cuda.is_available(), before_init=True)
     rank, world = init_distributed()
     check_precision(plan)  # before minutes of loading, not deep inside deepspeed.initialize
     budget = _read_json(paths.estimate)
     context = (budget or {}).get("breakdown", {}).get("gpu", {}).get("CUDA context") or DEFAULT_CONTEXT_BYTES
     fraction = apply_gpu_mem_cap(plan, int(context))
-    phases = _Phases(emit)
 
     def note(message: str) -> None:
         emit("log", message=message)
@@ -157,13 +171,7 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     ds_config = read_ds_config(paths, plan, world)
     loaded = load_model(plan, ds_config, tokenizer, model_config, note=note)
 
-    from zerotui.core.deepspeed.prebuild import build_missing, ops_for
-
-    try:  # a first use compiles the op: say so, rather than sit in "initialising DeepSpeed" for a minute
-        build_missing(ops_for(plan, torch.cuda.is_available()),
-                      lambda op: phases.start(f"building DeepSpeed's {op} op (once per machine, about a minute)"))
-    except Exception:  # noqa: BLE001 - deepspeed.initialize meets the same failure and reports it as it always has
-        pass
+    _build_ops(plan, phases, torch.cuda.is_available(), before_init=False)
     phases.start("initialising DeepSpeed")
     import deepspeed
     from zerotui.core.train.schedule import build_scheduler
