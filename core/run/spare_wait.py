@@ -27,6 +27,8 @@ from zerotui.core.run.run_files import open_append
 from zerotui.core.safe_read import load_json
 
 POLL_S = 0.2
+#: What ``wait_for_claim`` returns for a claim it refused (the spare ends, its answer left to be read).
+REFUSED: dict = {}
 
 
 class _Signals:
@@ -55,8 +57,8 @@ def serve_spare(folder: Path, argv: list[str], supervise: Callable[..., int]) ->
     sp.write_info(folder, child.pid, key)
     _log(f"spare pid {os.getpid()} (worker pid {child.pid}) waits for a run in {folder}")
     claim = wait_for_claim(folder, key, child, lambda: signals.count > 0, sp.idle_seconds())
-    if claim is None:
-        _end_unclaimed(folder, child, signals, started)
+    if claim is None or claim is REFUSED:
+        _end_unclaimed(folder, child, signals, started, remove=claim is None)
         return 0
     paths = RunPaths(Path(claim["run"]))
     _move_output(paths)
@@ -72,7 +74,8 @@ def serve_spare(folder: Path, argv: list[str], supervise: Callable[..., int]) ->
 
 def wait_for_claim(folder: Path, key: str, child: subprocess.Popen, stopped: Callable[[], bool],
                    idle_s: float) -> Optional[dict]:
-    """The first claim, checked and acknowledged; None when the spare should end instead."""
+    """The first claim, checked and acknowledged; ``REFUSED`` for one it answered no to, None when the
+    spare should end for another reason (idle, a signal, its worker gone)."""
     fifo = folder / sp.FIFO
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     # Our own writer keeps the FIFO open, so select() waits for data rather than seeing end-of-file each
@@ -94,14 +97,24 @@ def wait_for_claim(folder: Path, key: str, child: subprocess.Popen, stopped: Cal
             claim, why = check_claim(line, key, folder)
             run = claim.get("run") if isinstance(claim, dict) else None
             sp.write_ack(folder, why == "", str(run or ""), why)
+            # From the answer on, this is no longer a spare to anyone listing them; the folder (with
+            # the answer) is the claimer's to remove.
+            _unlink(folder / (sp.FIFO if why else sp.INFO))
             if why:
                 _log(f"claim refused: {why}")
-                return None
+                return REFUSED
             return claim
         return None
     finally:
         os.close(rfd)
         os.close(wfd)
+
+
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink()
+    except OSError:
+        pass
 
 
 def check_claim(line: bytes, key: str, folder: Path) -> tuple[Any, str]:
@@ -140,8 +153,10 @@ def _move_output(paths: RunPaths) -> None:
     os.close(fd)
 
 
-def _end_unclaimed(folder: Path, child: subprocess.Popen, signals: _Signals, started: float) -> None:
-    why = ("stopped by a signal" if signals.count else
+def _end_unclaimed(folder: Path, child: subprocess.Popen, signals: _Signals, started: float,
+                   remove: bool) -> None:
+    why = ("it refused a claim" if not remove else
+           "stopped by a signal" if signals.count else
            "its worker ended" if child.poll() is not None else
            f"nobody claimed it in {time.monotonic() - started:.0f} s")
     if child.poll() is not None and child.returncode:
@@ -154,7 +169,8 @@ def _end_unclaimed(folder: Path, child: subprocess.Popen, signals: _Signals, sta
     except (OSError, subprocess.TimeoutExpired):
         child.kill()
         child.wait()
-    shutil.rmtree(folder, ignore_errors=True)
+    if remove:  # else the claimer reads why in ack.json and removes the folder
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _keep_log(folder: Path) -> None:

@@ -179,7 +179,8 @@ def test_garbage_in_the_fifo_ends_the_spare_without_a_hang(tmp_path):
     os.write(fd, b"\x00\xff not json\n")
     os.close(fd)
     assert _gone(spare.supervisor)
-    assert not spare.folder.exists()
+    assert json.loads((spare.folder / sp.ACK).read_text())["why"] == "not a claim (unreadable JSON)"
+    assert sp.list_spares() == [] and not spare.folder.exists()  # the next listing clears what it left
 
 
 def test_an_unclaimed_spare_ends_itself_and_a_signal_ends_one(tmp_path):
