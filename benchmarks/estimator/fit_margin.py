@@ -27,7 +27,7 @@ from zerotui.core.estimate.margin import zero3_long_sequence_floor
 from benchmarks.estimator.margin_rows import GIB, all_rows
 from benchmarks.estimator.margin_table import measured_total
 
-CONSTANTS = {"base": ("FRAGMENTATION_BASE_BYTES", [x / 10 * GIB for x in range(9)]),
+CONSTANTS = {"base": ("FRAGMENTATION_BASE_BYTES", [int(x / 10 * GIB) for x in range(9)]),
              "loss": ("FRAGMENTATION_LOSS_SHARE", [x / 20 for x in range(4, 15)]),
              "recompute": ("FRAGMENTATION_RECOMPUTE_SHARE", [x / 20 for x in range(13)]),
              "gather": ("FRAGMENTATION_GATHER_SHARE", [0, 0.25, 0.5, 0.75, 1.0]),
