@@ -23,7 +23,7 @@ loss freed, and the loss's blocks are rebuilt from what the gathers left, so the
 whichever churns more (the larger of the two terms). Fitted as a sum, the committed ZeRO-3 rows with
 offloaded weights disagreed: the two where the loss churns most (1.1B, 16k and 32k tokens a
 micro-batch) came out +9.8% and +10.0%, and the one where the gathers do (7B-wide, 4k tokens) -12.7%
-when predicted without its file; with the larger of the two, +2.7%, +4.8% and +3.6%
+when predicted without its file; with the larger of the two, +2.7%, +4.8% and (out of sample) +3.6%
 (``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md).
 
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
