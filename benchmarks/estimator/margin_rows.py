@@ -7,8 +7,9 @@ Three sources, each with the plan it ran and PyTorch's peaks as recorded:
                     (a reused worker's reserved pool holds earlier rows' segments)
     speed rows      benchmarks/results/speed-*.json (zerotui's worker, no cap), one row per distinct plan
 
-Each row is tagged "fit" (sweep 1, seed results a-c) or "check" (sweep 2, seed d-e, speed rows): the
-margin's constants are fitted on the first set only (fit_margin.py) and reported on both.
+Each row names the result file it comes from ("file"): crossval_margin.py holds one file out at a time.
+A row is estimated for the allocator it ran with (the result's "alloc_conf"; PyTorch's default for every
+row recorded before core/plan/allocator.py, which is all but one).
 """
 from __future__ import annotations
 
@@ -31,7 +32,6 @@ from benchmarks.estimator.matrix import llama_config_dict
 GIB = 2**30
 RESULTS = REPO / "benchmarks" / "results"
 DATA = REPO / "benchmarks" / "estimator" / "data"
-FIT_SEED_FILES = ("seed-scenarios-7b-a", "seed-scenarios-b", "seed-scenarios-c")
 
 
 def _seed_shape(name: str) -> dict[str, Any]:
@@ -40,14 +40,17 @@ def _seed_shape(name: str) -> dict[str, Any]:
     return {"model_type": "llama", **SHAPES[name]}
 
 
-def components(plan_dict: dict[str, Any], spec) -> dict[str, Any]:
-    """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment."""
+def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "") -> dict[str, Any]:
+    """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
+    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (PyTorch's default for every row but the
+    one run with expandable segments), so the estimate is for the allocator that was measured."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
-    job = job_for(plan, spec, h200())
+    job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf})
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
-            "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms), "phase": peak.phase,
+            "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms),
+            "margin_sources": dict(peak.margin_sources), "phase": peak.phase,
             "job": job, "states": states}
 
 
@@ -62,10 +65,10 @@ def seed_rows() -> list[dict[str, Any]]:
             shape = name.split("-")[0]
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
-            out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed",
-                        "set": "fit" if f.name.startswith(FIT_SEED_FILES) else "check",
+            out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
-                        "nvml": r.get("nvml_used_max") if clean else None, **components(plan, spec)})
+                        "nvml": r.get("nvml_used_max") if clean else None,
+                        **components(plan, spec, data.get("alloc_conf", ""))})
     return out
 
 
@@ -78,7 +81,7 @@ def sweep_rows() -> list[dict[str, Any]]:
                 continue
             spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
             first = [m for m in r["micro_steps"] if m["step"] == 0]
-            out.append({"id": r["id"], "source": f"sweep{n}", "set": "fit" if n == 1 else "check",
+            out.append({"id": r["id"], "source": f"sweep{n}", "file": f"sweep{n}-raw.jsonl",
                         "allocated": r["peak_allocated"] - r["baseline_allocated"],
                         "reserved": r["peak_reserved"] - r["baseline_reserved"], "nvml": r["nvml_used_peak"],
                         # reserved before and after the first optimizer step: what the step added
@@ -101,7 +104,7 @@ def speed_rows() -> list[dict[str, Any]]:
                 continue
             seen.add(key)
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
-            out.append({"id": f"{r['job']} kernels {r['plan']['kernels']}", "source": "speed", "set": "check",
+            out.append({"id": f"{r['job']} kernels {r['plan']['kernels']}", "source": "speed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         # benchmarks/speed builds its model in the measuring process: NVML counts that
                         # process's context too (2.5-2.9 GiB over reserved), so it is not the run's own

@@ -1,6 +1,6 @@
 """The margin table: every committed measured row, the estimator's parts and what the allocator held.
 
-    python -m benchmarks.estimator.margin_table            # markdown table, then the errors per set
+    python -m benchmarks.estimator.margin_table            # markdown table, then the errors per source
 
 Columns (GiB): measured allocated and the estimate's; reserved - allocated measured; the margin's terms
 (core/estimate/margin.py); NVML - reserved (the CUDA context, where NVML saw the run alone); the total
@@ -28,8 +28,8 @@ def total_error(r: dict) -> float:
 
 def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
     out = {}
-    for name in ("fit", "check"):
-        errs = [total_error(r) for r in rows if r["set"] == name]
+    for name in ("seed", "sweep1", "sweep2", "speed"):
+        errs = [total_error(r) for r in rows if r["source"] == name]
         out[name] = {"rows": len(errs), "worst_under": min(errs), "worst_over": max(errs),
                      "outside_-3_+5": sum(1 for e in errs if e < -0.03 or e > 0.05)}
     return out
@@ -38,13 +38,13 @@ def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
 def main(argv: list[str]) -> int:
     rows = all_rows()
     g = lambda v: f"{v / GIB:.2f}"
-    print("| row | set | alloc | alloc est | reserved − alloc | margin | " + " | ".join(TERMS)
+    print("| row | source | alloc | alloc est | reserved − alloc | margin | " + " | ".join(TERMS)
           + " | NVML − reserved | phase | total error |")
     print("|---|---|" + "---:|" * (5 + len(TERMS)) + "---|---:|")
     for r in rows:
         ctx = g(r["nvml"] - r["reserved"]) if r["nvml"] else "-"
         terms = " | ".join(g(r["margin_terms"].get(t, 0.0)) for t in TERMS)
-        print(f"| {r['id']} | {r['set']} | {g(r['allocated'])} | {g(r['allocated_est'])} | "
+        print(f"| {r['id']} | {r['source']} | {g(r['allocated'])} | {g(r['allocated_est'])} | "
               f"{g(r['reserved'] - r['allocated'])} | {g(r['margin_est'])} | {terms} | {ctx} | {r['phase']} | "
               f"{total_error(r):+.1%} |")
     print()

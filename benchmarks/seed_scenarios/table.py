@@ -62,6 +62,8 @@ def rows(files: list[str]) -> list[dict]:
 
 def describe(p: dict) -> str:
     off = f", optimizer on {p['offload_optimizer'].upper()}" if p["offload_optimizer"] != "none" else ""
+    if p.get("offload_params", "none") != "none":
+        off = f", weights and optimizer on {p['offload_params'].upper()}"
     return (f"{p['method']} {p['precision']}, ZeRO-{p['stage']}{off}, {p['micro_batch']}×{p['grad_accum']}×"
             f"{p['seq_len']}{', ckpt' if p['grad_ckpt'] else ''}")
 

@@ -117,10 +117,16 @@ def model_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
 def recompute_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
                               frozen_keeps_input: bool = False, liger: bool = False) -> float:
     """With checkpointing, backward rebuilds one layer's activations and its gradients at a time:
-    the layer's saved tensors plus the widest gradients in flight (the MLP's, 3p·I, and two p·h)."""
+    the layer's saved tensors plus the widest gradients in flight (the MLP's and two p·h). The MLP's are
+    3p·I with PyTorch's SwiGLU (the product's gradient, then silu's and up's); Liger's SwiGLU backward
+    writes both input gradients into the saved inputs' storage (liger_kernel/ops/swiglu.py,
+    ``_swiglu_backward_kernel`` stores into a_ptr and b_ptr), which leaves only the product's gradient,
+    p·I. Measured on the four Liger rows whose peak is this moment (seed results d, e, ho-a): allocated
+    estimated 0.5-0.7 GiB high with 3p·I, within 0.2 GiB with p·I."""
+    mlp_grads = (1 if liger else 3) * p * spec.intermediate_size
     return (layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input,
                                   liger=liger)
-            + 3 * p * spec.intermediate_size + 2 * p * spec.hidden_size)
+            + mlp_grads + 2 * p * spec.hidden_size)
 
 
 def fused_logits_bytes(tokens: int, vocab: int, hidden: int, p: int, head_trains: bool) -> dict[str, float]:

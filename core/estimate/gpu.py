@@ -20,7 +20,7 @@ from zerotui.core.estimate.activations import (
     recompute_bytes_per_token,
 )
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
-from zerotui.core.estimate.margin import margin_terms, zero3_long_sequence_floor
+from zerotui.core.estimate.margin import margin_terms, sources, zero3_long_sequence_floor
 
 
 @dataclass
@@ -38,6 +38,7 @@ class GpuPeak:
     margin: float                # reserved beyond allocated (fragmentation)
     phase: str                   # which moment is the peak
     margin_terms: dict[str, float] = field(default_factory=dict)  # its parts (margin.py)
+    margin_sources: dict[str, float] = field(default_factory=dict)  # bytes each source churns (margin.py)
 
 
 def model_states(job: Job) -> ModelStates:
@@ -138,6 +139,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         if v:
             g[name] = g.get(name, 0) + v
     allocated = sum(g.values())
-    terms = margin_terms(job, g, lg, grads, recompute, step_transient)
+    src = sources(job, g, lg, grads, recompute, step_transient)
+    terms = margin_terms(src)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
-    return GpuPeak(g, allocated, sum(terms.values()), phase, terms)
+    return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src)

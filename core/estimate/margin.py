@@ -17,6 +17,15 @@ them is memory that is freed and asked for again at other sizes. The margin is a
                 top of a cache that already holds the whole forward/backward (measured on sweep 1:
                 reserved grew by that copy at the first step on the stage 0, 1 and 2 rows)
 
+Each source but the base and the first step holds a share of the bytes it churns (``sources``). The
+loss and the gathers do not add up: a ZeRO-3 layer's gathered weights are served from the blocks the
+loss freed, and the loss's blocks are rebuilt from what the gathers left, so the cache holds holes for
+whichever churns more (the larger of the two terms). Fitted as a sum, the committed ZeRO-3 rows with
+offloaded weights disagreed: the two where the loss churns most (1.1B, 16k and 32k tokens a
+micro-batch) came out +9.8% and +10.0%, and the one where the gathers do (7B-wide, 4k tokens) -12.7%
+when predicted without its file; with the larger of the two, +2.7%, +4.8% and (out of sample) +3.6%
+(``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md).
+
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
 a held-out row (7b-lora-ho6, one 4,096-token sequence per micro-batch) held 3.92 GiB beyond allocated,
@@ -26,8 +35,9 @@ the budget promised 9.8% too little. Run again with PyTorch's expandable segment
 such runs with expandable segments (core/plan/allocator.py) and the floor applies only where the user's
 own ``PYTORCH_CUDA_ALLOC_CONF`` turns them off; it is still set from that one row.
 
-The shares are fitted in benchmarks/estimator/fit_margin.py on sweep 1 and seed results a-c and checked
-on the other committed rows (docs/estimator.md has both).
+The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
+of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
+see it); docs/estimator.md has both.
 """
 from __future__ import annotations
 
@@ -59,17 +69,30 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     return block if block > largest_transient_block(job, lg, gathered) else 0.0
 
 
-def margin_terms(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
-                 step_transient: float) -> dict[str, float]:
-    """The margin's parts, in bytes (their sum is the margin)."""
+def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
+            step_transient: float) -> dict[str, float]:
+    """The bytes each source churns, before its share (the fit's features): the module docstring."""
     gathered = g.get("stage-3 working set", 0.0)
     loss = lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]
-    return {"base": float(cal.FRAGMENTATION_BASE_BYTES),
-            "loss": cal.FRAGMENTATION_LOSS_SHARE * loss,
-            "recompute": cal.FRAGMENTATION_RECOMPUTE_SHARE * recompute,
-            "gather": cal.FRAGMENTATION_GATHER_SHARE * gathered,
-            "gradients": cal.FRAGMENTATION_GRADIENT_SHARE * grads,
+    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
             "first step": first_step_bytes(job, lg, step_transient, gathered)}
+
+
+def combine(src: dict[str, float], base: float, loss: float, recompute: float, gather: float,
+            gradients: float) -> dict[str, float]:
+    """The margin's parts (their sum is the margin) from the sources and the shares. The gathers add
+    only what their holes exceed the loss's (module docstring)."""
+    loss_b, gather_b = loss * src["loss"], gather * src["gather"]
+    return {"base": base, "loss": loss_b, "recompute": recompute * src["recompute"],
+            "gather": max(0.0, gather_b - loss_b), "gradients": gradients * src["gradients"],
+            "first step": src["first step"]}
+
+
+def margin_terms(src: dict[str, float]) -> dict[str, float]:
+    """The margin's parts with calibration.py's shares."""
+    return combine(src, float(cal.FRAGMENTATION_BASE_BYTES), cal.FRAGMENTATION_LOSS_SHARE,
+                   cal.FRAGMENTATION_RECOMPUTE_SHARE, cal.FRAGMENTATION_GATHER_SHARE,
+                   cal.FRAGMENTATION_GRADIENT_SHARE)
 
 
 def zero3_long_sequence_floor(job, allocated: float, margin: float) -> float:

@@ -256,7 +256,8 @@ def test_committed_h200_measurements_meet_the_targets():
     misses = {r["id"] for r in rows if r.get("host_error") is not None and abs(r["host_error"]) > 0.20}
     assert misses <= {"n-s3-lora-all-r32-mb4-ckpt"}
     # What must fit (allocated + margin + context) against nvidia-smi on the fresh-worker rows: never more
-    # than 3% short; at most 11% over (n-s3-lora-all-r32, +10.2%, which the margin's fit did not see).
+    # than 3% short; at most 11% over (n-s3-lora-all-r32, +10.3%: 1.55 GiB beyond allocated where the
+    # margin gives 2.6, and a CUDA context 0.38 GiB under the one assumed; docs/estimator.md).
     assert s["gpu_bytes_rows"] >= 15
     assert s["gpu_bytes_worst_under"] >= -0.03 and s["gpu_bytes_worst_over"] <= 0.11
 
@@ -273,11 +274,11 @@ def test_no_seed_scenario_measured_above_its_estimate():
     measured = [r for r in table if not r["oom"]]
     assert all(r["error"] is not None and r["error"] >= -0.03 for r in measured), \
         [(r["scenario"], r["error"]) for r in measured]
-    # Results a-c are the margin's fit rows: within +5% there. d-e were held out of the fit: Liger's rows
-    # come out 8-10% over (docs/seed_scenarios.md), so the bound there is the measured worst, rounded up.
-    fit = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a", "seed-scenarios-b", "seed-scenarios-c"))]
-    assert len(fit) >= 8 and all(r["error"] <= 0.05 for r in fit), [(r["scenario"], r["error"]) for r in fit]
-    assert all(r["error"] <= 0.11 for r in measured), [(r["scenario"], r["error"]) for r in measured]
+    # Results a-c, the seed's own jobs, within +5%; every row within +7.5%: the worst is 1b-full-ho4,
+    # +7.0% (docs/seed_scenarios.md), rounded up. tests/unit/test_margin.py holds every kind of row to -3%.
+    ours = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a", "seed-scenarios-b", "seed-scenarios-c"))]
+    assert len(ours) >= 8 and all(r["error"] <= 0.05 for r in ours), [(r["scenario"], r["error"]) for r in ours]
+    assert all(r["error"] <= 0.075 for r in measured), [(r["scenario"], r["error"]) for r in measured]
     assert all(r["state"] == "completed" for r in table if r["estimate"] <= 24 * 2**30 and r["state"])
     # the plan forced past the budget went out of memory under its cap, as the budget said it would
     ooms = [r for r in table if r["oom"]]
