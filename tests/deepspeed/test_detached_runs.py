@@ -121,7 +121,10 @@ def test_train_foreground_prints_steps_and_ctrl_c_stops_gracefully(tmp_path):
                              "--log-interval", "1", "--save-interval", "0", "--save-minutes", "0",
                              "--eval-fraction", "0", "--no-save-final", "--max-samples", "400",
                              "--runs-dir", str(runs), "--foreground"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            # As a terminal's foreground job: a suite started in the background of a
+                            # non-interactive shell has SIGINT ignored, and a child would inherit that.
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     lines = []
     for line in proc.stdout:
         lines.append(line.rstrip("\n"))
