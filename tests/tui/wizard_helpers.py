@@ -10,14 +10,21 @@ from textual.widgets import Input, RadioSet
 from zerotui.tui.wizard.field_help import Choice, control_id
 
 
+#: Worker groups that run for a screen's whole life (never "finish").
+FOLLOWERS = ("dashboard-events",)
+
+
 async def settle(pilot) -> None:
-    """Let thread workers (estimate, previews, fit) finish and their messages land."""
+    """Let thread workers (estimate, previews, fit) finish and their messages land. The dashboard's
+    reader follows its events file for as long as the screen lives: it is not waited for (it used to
+    hold every settle on a dashboard to the full 10 s)."""
     # Not workers.wait_for_complete(): it raises for a worker that an exclusive newer one cancelled.
     from textual.worker import WorkerState
 
     for _ in range(500):  # at most ~10 s
         await pilot.pause(0.02)
-        if not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in pilot.app.workers):
+        if not any(w.state in (WorkerState.PENDING, WorkerState.RUNNING) and w.group not in FOLLOWERS
+                   for w in pilot.app.workers):
             break
     await pilot.pause(0.02)
 
