@@ -8,7 +8,9 @@ Tiers, one folder each, marked by it (``pytest -m unit`` runs only the fast tier
     tests/tui/        the Textual app through Pilot, and snapshots
 
 Helpers shared by the tiers live in tests/helpers/ (on ``sys.path`` from here), data in tests/fixtures/
-and tests/corpus/.
+and tests/corpus/. The files run in parallel, one process per core up to ``MAX_WORKERS`` (pytest-xdist,
+``--dist loadfile``): a test must not assume it is alone on the machine (a shared op build folder, the
+data cache, the CPU).
 """
 from __future__ import annotations
 
@@ -26,6 +28,13 @@ TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS / "helpers"))
 
 TIERS = ("unit", "deepspeed", "tui")
+#: Test processes at most (``-n auto`` in pyproject.toml): each DeepSpeed test trains real runs, with a
+#: supervisor and a worker of its own; more at once than this buys little and costs memory and ports.
+MAX_WORKERS = 4
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -49,7 +49,9 @@ def test_a_run_trains_with_no_ninja_on_path_and_a_stale_lock_and_leaves_no_shm_b
     r = subprocess.run([sys.executable, "-m", "zerotui.cli.main", "train", "tiny-cpu-demo", "--max-steps", "2",
                         "--foreground"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=600)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    assert not lock.exists()
+    # The planted lock is gone; a run beside this one (tests in parallel) may hold a fresh lock of its own
+    # for the moment it loads the op, which is not the stale one.
+    assert not lock.exists() or lock.stat().st_mtime > time.time() - STALE_AFTER_S
     log = next((tmp_path / "runs").glob("*/worker.log")).read_text()
     assert "ninja" not in log.lower() and f"removed {lock}" in log
     assert _shm_buffers() - before == set()
