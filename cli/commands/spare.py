@@ -42,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
                            "check that zerotui's cache folder is writable (ZEROTUI_CACHE_DIR moves it)")
         started = time.monotonic()
         ready = sp.wait_ready(spare, args.wait) if args.wait else spare.ready
+        spare = sp.read_spare(spare.folder) or spare  # with its worker's pid, once it has written it
         if args.wait and not ready:
             raise RunError(f"the spare (supervisor pid {spare.supervisor}) was not ready within {args.wait:g} s",
                            f"its output is in {spare.folder / sp.LOG} (or {sp.spares_dir() / sp.FAILED_LOG} if it ended)")

@@ -2,7 +2,8 @@
 
 It imports what a run's worker imports on its way to the first step — torch, DeepSpeed and its
 accelerator, transformers' tokenizer and model classes (with the model registry behind them), PEFT,
-datasets, and Liger's kernels where they are installed — marks the spare ready, and reads one line
+datasets, and Liger's kernels where they are installed — loads the DeepSpeed ops already built on this
+machine, marks the spare ready, and reads one line
 from stdin: the claim its supervisor passes on, or end-of-file when the spare ends unclaimed. Claimed,
 it carries what it printed so far into the run's worker.log, writes there from then on, and becomes the
 run's worker exactly as ``python -m zerotui.core.run.worker RUN [--resume]`` would.
@@ -49,8 +50,27 @@ def warm_imports(modules: tuple[str, ...] = WARM) -> list[str]:
             from deepspeed.accelerator import get_accelerator
 
             get_accelerator()
+            failed += _load_built_ops()
         except Exception as err:  # noqa: BLE001
             failed.append(f"deepspeed accelerator ({type(err).__name__}: {err})")
+    return failed
+
+
+def _load_built_ops() -> list[str]:
+    """Load the DeepSpeed ops this machine has built already (DeepSpeed keeps a loaded op for the
+    process: the run's optimizer and collectives then skip the build check and the library load). An op
+    not built yet is left to the run, which says when it compiles one: a spare never compiles."""
+    import torch
+
+    from zerotui.core.deepspeed.prebuild import all_ops, build, is_built
+
+    failed = []
+    for name in all_ops(torch.cuda.is_available()):
+        try:
+            if is_built(name):
+                build(name)
+        except Exception as err:  # noqa: BLE001 - the run loads it again and reports for real
+            failed.append(f"op {name} ({type(err).__name__}: {err})")
     return failed
 
 
