@@ -22,7 +22,7 @@ from typing import Any, Callable, Optional
 
 from zerotui.core.run import spare as sp
 from zerotui.core.run.folder import RunPaths, read_status
-from zerotui.core.run.rank_records import SUPERVISOR_ENV
+from zerotui.core.run.rank_records import SUPERVISOR_ENV, clear_records
 from zerotui.core.run.run_files import open_append
 from zerotui.core.safe_read import load_json
 
@@ -62,6 +62,9 @@ def serve_spare(folder: Path, argv: list[str], supervise: Callable[..., int]) ->
         return 0
     paths = RunPaths(Path(claim["run"]))
     _move_output(paths)
+    # The previous attempt's rank records go before the worker hears of the run: it writes its own
+    # record at once, and clearing after that (as a cold supervisor does) would delete it.
+    clear_records(paths.root)
     _log(f"spare pid {os.getpid()}, waiting {time.monotonic() - started:.0f} s, takes run {paths.root}")
     try:
         assert child.stdin is not None

@@ -228,7 +228,8 @@ class Supervisor:
     def run(self) -> int:
         self._install_signals()
         set_subreaper()
-        clear_records(self.paths.root)
+        if self.child is None:  # a spare's worker is already running: its supervisor cleared them before
+            clear_records(self.paths.root)
         env = dict(os.environ, **{SUPERVISOR_ENV: str(os.getpid())})
         self.notifier = self._notifier()
         if self.child is None:

@@ -26,9 +26,9 @@ def summary(paths: Any) -> dict[str, Any]:
     from zerotui.core.sweep.folder import driver_alive, read_spec, read_status
 
     spec, status = read_spec(paths), read_status(paths)
-    study = open_study(paths)
     trials = []
-    for t in study.get_trials(deepcopy=True):
+    # A reader never creates the study (the start does): without study.db there are no trials to show.
+    for t in open_study(paths).get_trials(deepcopy=True) if paths.db.is_file() else []:
         wall, life = t.user_attrs.get("wall_s"), _run_elapsed(spec["runs_dir"], t.user_attrs.get("run"))
         trials.append({"number": t.number, "state": t.state.name.lower(), "value": t.value,
                        "values": t.user_attrs.get("values") or t.params, "run": t.user_attrs.get("run"),

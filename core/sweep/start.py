@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from zerotui.core.errors import PlanError
+from zerotui.core.errors import PlanError, RunError
 from zerotui.core.plan.schema import Plan
 from zerotui.core.sweep.folder import SweepPaths, new_sweep_dir, write_spec
 from zerotui.core.sweep.slots import detected_gpus, plan_slots
@@ -42,6 +42,17 @@ def prepare_sweep(plan: Plan, space: str, trials: int, runs_dir: Path, seed: int
 
 def start_driver(paths: SweepPaths) -> int:
     """The driver, detached; its pid."""
+    from zerotui.core.sweep.driver import open_study
+
+    # The study's tables are made here, before anyone else opens study.db: Optuna creates them on first
+    # open, and two processes doing that at once (the driver, and `--show` or the sweep screen reading
+    # right after the start) collide on the version row.
+    try:
+        open_study(paths)
+    except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors: a full disk, a locked or damaged file)
+        raise RunError(f"cannot create the sweep's study in {paths.db}: {err.__class__.__name__}: {err}",
+                       "check that the runs folder is writable and has free space, then start the sweep again"
+                       ) from err
     with open(paths.log, "ab") as log:
         proc = subprocess.Popen([sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)],
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -16,6 +16,7 @@ import pytest
 from zerotui.core.run import spare as sp
 from zerotui.core.run import spare_claim
 from zerotui.core.run.folder import RunPaths, new_run_dir, pid_alive, write_status
+from zerotui.core.run.rank_records import read_records
 from zerotui.core.plan.schema import plan_from_dict
 
 #: The worker's stand-in: finds its spare folder in its supervisor's command line, says it is ready,
@@ -28,7 +29,12 @@ folder = pathlib.Path(argv[argv.index(b"--spare") + 1].decode())
 line = sys.stdin.readline()
 if line:
     claim = json.loads(line)
-    pathlib.Path(claim["run"], "claim-seen.json").write_text(json.dumps({**claim, "pid": os.getpid()}))
+    ranks = pathlib.Path(claim["run"], "ranks")
+    held = sorted(p.name for p in ranks.glob("*.json"))  # what the run folder held when the worker heard
+    ranks.mkdir(exist_ok=True)
+    (ranks / "rank-0.json").write_text(json.dumps({"rank": 0, "pid": os.getpid()}))  # as record_start does
+    pathlib.Path(claim["run"], "claim-seen.json").write_text(
+        json.dumps({**claim, "pid": os.getpid(), "ranks_held": held}))
 """
 
 
@@ -91,6 +97,20 @@ def test_a_launch_hands_its_run_to_the_spare_which_passes_it_to_its_worker(tmp_p
     while time.monotonic() < deadline and "takes run" not in paths.log.read_text(errors="replace"):
         time.sleep(0.05)
     assert f"takes run {paths.root}" in paths.log.read_text()
+
+
+def test_a_previous_attempts_rank_records_go_before_the_worker_writes_its_own(tmp_path):
+    """Resuming through a spare: the old attempt's records are cleared before the worker hears of the run
+    (clearing after would delete the record the worker writes at once)."""
+    spare = _start()
+    worker = sp.read_spare(spare.folder).worker
+    paths, launched = _launching(tmp_path)
+    (paths.root / "ranks").mkdir()
+    (paths.root / "ranks" / "rank-0.json").write_text(json.dumps({"rank": 0, "pid": 1}))
+    spare_claim.claim(paths.root, sp.worker_env(), resume=True, launched=launched)
+    assert _claimed(paths)["ranks_held"] == []
+    assert _gone(spare.supervisor)  # the supervisor has run to its end over the finished worker
+    assert read_records(paths.root)[0]["pid"] == worker
 
 
 def test_a_spare_of_another_environment_is_left_alone(tmp_path):

@@ -54,3 +54,26 @@ def test_the_show_table_lists_both_running_trials(tmp_path):
     assert "1 of 5 trials done, 2 running" in lines[0]
     assert [ln.split()[1] for ln in lines[1:4]] == ["complete", "running", "running"]
     assert "(gpu 0)" in lines[2] and "6.25 @4" in lines[2] and "(gpu 1)" in lines[3]
+
+
+def test_a_reader_never_creates_the_study_and_the_start_creates_it_before_the_driver(tmp_path, monkeypatch):
+    """Optuna makes its tables on first open; two processes doing that at once collide. So `--show` before
+    the study exists reads no trials (and writes nothing), and the start makes the tables itself."""
+    from zerotui.core.sweep import start as sweep_start
+
+    paths, _ = sweep_start.prepare_sweep(Plan(name="p", max_steps=8, eval_fraction=0.1), "lr=1e-4..1e-3:log", 3,
+                                         tmp_path / "runs")
+    s = summary(paths)
+    assert s["trials"] == [] and progress(s).startswith("0 of 3 trials done")
+    assert not paths.db.exists()
+
+    seen = {}
+
+    class _NoDriver:  # what the driver would find when it starts: the study already there
+        def __init__(self, argv, **_kw):
+            seen["db"] = paths.db.is_file()
+            self.pid = 4242
+
+    monkeypatch.setattr(sweep_start.subprocess, "Popen", _NoDriver)
+    assert sweep_start.start_driver(paths) == 4242 and seen == {"db": True}
+    assert summary(paths)["trials"] == []
