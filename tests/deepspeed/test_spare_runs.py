@@ -10,7 +10,7 @@ from run_events import events, wait_until
 from zerotui.core.hardware.detect import detect
 from zerotui.core.run import spare as sp
 from zerotui.core.run import spare_claim
-from zerotui.core.run.folder import read_status, send_control
+from zerotui.core.run.folder import pid_alive, read_status, send_control
 from zerotui.core.run.rank_records import read_records
 from zerotui.core.run.start import resume_run, start_run
 
@@ -58,3 +58,36 @@ def test_a_spare_trains_a_new_run_and_another_spare_resumes_it(tmp_path):
     assert finished(paths)["state"] == "stopped"
     assert read_records(paths.root)[0]["pid"] == worker2
     assert sp.list_spares() == []  # both were used up
+
+
+def test_the_spare_command_starts_lists_and_stops_one(tmp_path, monkeypatch):
+    """`zerotui spare` as a script uses it: start and wait for the real worker's imports, list, stop."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import time
+
+    def zerotui(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "zerotui.cli.main", "spare", *argv], capture_output=True,
+                              text=True, env=dict(os.environ), timeout=400, check=False)
+
+    bad = zerotui("start", "--wait", "-1")
+    assert bad.returncode == 2 and "--wait -1" in bad.stderr and "Traceback" not in bad.stderr
+    started = zerotui("start", "--wait", "300", "--json")
+    assert started.returncode == 0, started.stderr
+    up = json.loads(started.stdout)
+    assert up["ready"] is True and up["worker"] > 0
+    again = json.loads(zerotui("start", "--json").stdout)  # one per environment: the same spare answers
+    assert again["supervisor"] == up["supervisor"]
+    listed = json.loads(zerotui("list", "--json").stdout)
+    assert [(s["supervisor"], s["ready"]) for s in listed] == [(up["supervisor"], True)]
+    stopped = json.loads(zerotui("stop", "--json").stdout)
+    assert [s["supervisor"] for s in stopped["stopped"]] == [up["supervisor"]]
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and sp.list_spares():
+        time.sleep(0.2)
+    assert sp.list_spares() == [] and "no spare is up" in zerotui("list").stdout
+    while time.monotonic() < deadline and pid_alive(up["worker"]):
+        time.sleep(0.2)
+    assert not pid_alive(up["worker"])  # its worker ended with it
