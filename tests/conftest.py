@@ -28,6 +28,11 @@ TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS / "helpers"))
 
 TIERS = ("unit", "deepspeed", "tui")
+
+# No spare workers (core/run/spare.py) unless a test asks for them: a spare started by one test's sweep
+# could otherwise take a neighbour's run, and each one imports for seconds on CI's few cores. The tests
+# of spares remove this and keep theirs in a cache folder of their own.
+os.environ["ZEROTUI_SPARE"] = "0"
 #: Test processes at most (``-n auto`` in pyproject.toml): each DeepSpeed test trains real runs, with a
 #: supervisor and a worker of its own; more at once than this buys little and costs memory and ports.
 MAX_WORKERS = 4

@@ -35,8 +35,12 @@ NO_MULTICAST_ENV = {
 def uses_launcher(plan: Plan, hardware: Optional[Hardware]) -> bool:
     """The DeepSpeed launcher is needed for several processes, several nodes, or to pin chosen GPU
     indices (it sets CUDA_VISIBLE_DEVICES per rank; a plain process would see every GPU)."""
-    hardware = hardware or Hardware()
-    return plan.world_size(hardware.gpu_count) > 1 or plan.nodes > 1 or plan.gpu_ids is not None
+    return launcher_needed(plan, (hardware or Hardware()).gpu_count)
+
+
+def launcher_needed(plan: Plan, gpu_count: int) -> bool:
+    """``uses_launcher`` on a machine with ``gpu_count`` GPUs."""
+    return plan.world_size(gpu_count) > 1 or plan.nodes > 1 or plan.gpu_ids is not None
 
 
 def _hostfile_hosts(hostfile: Path) -> list[str]:

@@ -256,16 +256,28 @@ def _reap_later(proc: subprocess.Popen) -> None:
     threading.Thread(target=proc.wait, name=f"zerotui-reap-{proc.pid}", daemon=True).start()
 
 
+def stop_spare(spare: Spare) -> bool:
+    """End one spare if nobody has claimed it: SIGTERM to its supervisor, which ends its worker and
+    removes its folder. Under the folder's lock, as a claimer talks to it: a spare that took a run a moment
+    ago is that run's supervisor now, and a SIGTERM would stop the run."""
+    fd = try_lock(spare.folder)
+    if fd is None:
+        return False  # a launch is talking to it: it is (being) claimed
+    try:
+        now = read_spare(spare.folder)
+        if now is None or now.supervisor != spare.supervisor:
+            return False  # gone, or it has answered a claim
+        os.kill(spare.supervisor, signal.SIGTERM)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def stop_spares() -> list[Spare]:
-    """End every live spare (SIGTERM to its supervisor, which ends its worker and removes its folder)."""
-    stopped = []
-    for spare in list_spares():
-        try:
-            os.kill(spare.supervisor, signal.SIGTERM)
-            stopped.append(spare)
-        except OSError:
-            pass
-    return stopped
+    """End every live spare nobody has claimed."""
+    return [spare for spare in list_spares() if stop_spare(spare)]
 
 
 def wait_ready(spare: Spare, timeout: float) -> bool:

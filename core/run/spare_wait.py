@@ -54,9 +54,17 @@ def serve_spare(folder: Path, argv: list[str], supervise: Callable[..., int]) ->
         shutil.rmtree(folder, ignore_errors=True)
         return 1
     key = sp.env_key(os.environ)
+    try:
+        fds = _open_fifo(folder)
+    except OSError as err:  # the folder was removed or tampered with under us
+        _log(f"cannot open the spare's claim FIFO in {folder}: {err.strerror or err}")
+        _end_unclaimed(folder, child, signals, started, remove=True)
+        return 1
+    # Listed only from here on, with the FIFO open: a launch that finds spare.json can talk to it at once
+    # (a claimer that finds nobody reading takes the spare for gone and removes its folder).
     sp.write_info(folder, child.pid, key)
     _log(f"spare pid {os.getpid()} (worker pid {child.pid}) waits for a run in {folder}")
-    claim = wait_for_claim(folder, key, child, lambda: signals.count > 0, sp.idle_seconds())
+    claim = wait_for_claim(folder, key, child, lambda: signals.count > 0, sp.idle_seconds(), fds)
     if claim is None or claim is REFUSED:
         _end_unclaimed(folder, child, signals, started, remove=claim is None)
         return 0
@@ -75,15 +83,20 @@ def serve_spare(folder: Path, argv: list[str], supervise: Callable[..., int]) ->
     return supervise(paths, argv, child, signals.count)
 
 
-def wait_for_claim(folder: Path, key: str, child: subprocess.Popen, stopped: Callable[[], bool],
-                   idle_s: float) -> Optional[dict]:
-    """The first claim, checked and acknowledged; ``REFUSED`` for one it answered no to, None when the
-    spare should end for another reason (idle, a signal, its worker gone)."""
+def _open_fifo(folder: Path) -> tuple[int, int]:
     fifo = folder / sp.FIFO
     rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     # Our own writer keeps the FIFO open, so select() waits for data rather than seeing end-of-file each
     # time a claimer closes its end; once both are closed, a claimer's open() fails: nobody reads.
     wfd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    return rfd, wfd
+
+
+def wait_for_claim(folder: Path, key: str, child: subprocess.Popen, stopped: Callable[[], bool],
+                   idle_s: float, fds: Optional[tuple[int, int]] = None) -> Optional[dict]:
+    """The first claim, checked and acknowledged; ``REFUSED`` for one it answered no to, None when the
+    spare should end for another reason (idle, a signal, its worker gone). ``fds``: the FIFO, opened."""
+    rfd, wfd = fds or _open_fifo(folder)
     deadline = time.monotonic() + idle_s
     buf = b""
     try:

@@ -29,6 +29,7 @@ from zerotui.core.errors import ZeroTuiError
 from zerotui.core.plan.schema import Plan, plan_from_dict
 from zerotui.core.run.folder import RunPaths, run_state
 from zerotui.core.sweep.folder import STUDY, SweepPaths, read_spec, write_status
+from zerotui.core.sweep.spares import SweepSpare
 from zerotui.core.sweep.slots import Slot, detected_gpus, pin, plan_slots
 from zerotui.core.sweep.space import Param, suggest
 from zerotui.core.sweep.trial_run import TrialRun
@@ -72,7 +73,9 @@ class Driver:
         self.runs_dir = self.spec["runs_dir"]
         self.parallel = int(self.spec.get("parallel", 1))
         # Checked again here, not only by `zerotui sweep`: a sweep may be resumed on another machine.
-        self.slots = plan_slots(self.base, self.parallel, detected_gpus() if gpu_count is None else gpu_count)
+        gpus = detected_gpus() if gpu_count is None else gpu_count
+        self.slots = plan_slots(self.base, self.parallel, gpus)
+        self.spare = SweepSpare(gpus, log)  # the next trial's imports, done while this one trains
         seed = int(self.spec.get("seed", 0))
         self.study = open_study(paths, seed)
         asked = len(self.study.get_trials(deepcopy=False))
@@ -97,6 +100,12 @@ class Driver:
         signal.signal(signal.SIGINT, self._on_term)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
         write_status(self.paths, state="running")
+        try:
+            return self._loop()
+        finally:
+            self.spare.close()
+
+    def _loop(self) -> int:
         self._take_leftovers()
         failures = 0
         while True:
@@ -136,7 +145,8 @@ class Driver:
         values = suggest(trial, self.params)
         slot = self._free_slot()
         try:
-            run = self._start(pin(trial_plan(self.base, values, self.paths.name, trial.number), slot, self.parallel))
+            plan = pin(trial_plan(self.base, values, self.paths.name, trial.number), slot, self.parallel)
+            run = self._start(plan)
         except ZeroTuiError as err:
             trial.set_user_attr("error", err.one_line())
             self.study.tell(trial, state=_state("FAIL"))
@@ -148,6 +158,8 @@ class Driver:
         trial.set_user_attr("slot", slot.label)
         self.log(f"trial {trial.number}: {values} -> run {run.name} ({slot.label})")
         self.active.append(TrialRun(trial.number, trial, run, slot, asked=asked))
+        if self._done() + len(self.active) < int(self.spec["trials"]):
+            self.spare.keep_ready(plan)
         return True
 
     def _start(self, plan: Plan) -> RunPaths:

@@ -13,12 +13,16 @@ from zerotui.core.sweep.folder import find_sweep
 
 
 def _zerotui(tmp_path, *argv, timeout=900):
-    env = dict(os.environ, ZEROTUI_RUNS_DIR=str(tmp_path / "runs"), ZEROTUI_PRESETS_DIR=str(tmp_path / "presets"))
+    env = dict(os.environ, ZEROTUI_RUNS_DIR=str(tmp_path / "runs"), ZEROTUI_PRESETS_DIR=str(tmp_path / "presets"),
+               ZEROTUI_CACHE_DIR=str(tmp_path / "cache"))  # the sweep's spare workers: its own
+    env.pop("ZEROTUI_SPARE", None)
     return subprocess.run([sys.executable, "-m", "zerotui.cli.main", *argv], capture_output=True, text=True,
                           env=env, timeout=timeout)
 
 
 def test_a_three_trial_sweep_of_the_tiny_model(tmp_path):
+    """... and trials after the first start on a spare worker the driver started while the one before
+    trained (core/sweep/spares.py); none is left behind."""
     r = _zerotui(tmp_path, "sweep", "tiny-cpu-demo", "--trials", "3", "--space", "lr=1e-4..3e-3:log,grad_accum=1,2",
                  "--max-steps", "8", "--eval-interval", "4", "--no-save-final", "--foreground")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
@@ -34,6 +38,11 @@ def test_a_three_trial_sweep_of_the_tiny_model(tmp_path):
         assert run_state(run) in ("completed", "stopped")  # a pruned trial's run is stopped at once
         assert t["evals"] and t["evals"][0][0] == 4  # the eval at step 4 reached the study
         assert t["overhead_s"] is not None and t["overhead_s"] >= 0
+    taken = [f"takes run {tmp_path / 'runs' / t['run']}" in (tmp_path / "runs" / t["run"] / "worker.log").read_text()
+             for t in s["trials"]]
+    assert taken == [False, True, True], r.stdout
+    assert "ended with the sweep" not in r.stdout  # the last trial started none: nothing to end
+    assert not list((tmp_path / "cache" / "spares").glob("spare-*"))
     best = min((t for t in s["trials"] if t["state"] == "complete"), key=lambda t: t["value"])
     assert s["best"]["number"] == best["number"]
     preset = load_preset(s["preset"])

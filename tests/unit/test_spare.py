@@ -248,3 +248,55 @@ def test_spares_off_or_plans_they_cannot_serve():
     assert spare_claim.claimable(short, {}, several_processes=False)
     assert not spare_claim.claimable(short, {}, several_processes=True)
     assert not spare_claim.claimable(short, {sp.SPARE_ENV: "0"}, several_processes=False)
+
+
+def test_a_spare_being_claimed_is_not_stopped_and_an_idle_one_is(tmp_path):
+    """`zerotui spare stop` and a sweep's end stop a spare only under its lock: one that a launch is talking
+    to may be the supervisor of a run a moment later, and a SIGTERM would stop that run."""
+    spare = _start()
+    fd = sp.try_lock(spare.folder)  # a launch talking to it
+    assert fd is not None
+    try:
+        assert sp.stop_spare(spare) is False and sp.stop_spares() == []
+        assert pid_alive(spare.supervisor)
+    finally:
+        os.close(fd)
+    assert sp.stop_spare(spare) is True and _gone(spare.supervisor)
+    assert sp.stop_spare(spare) is False  # gone: nothing to signal (its pid may be someone else's by now)
+
+
+def test_a_sweep_keeps_a_spare_only_for_trials_one_can_serve(tmp_path):
+    from zerotui.core.sweep.slots import Slot, pin
+    from zerotui.core.sweep.spares import SweepSpare
+
+    said: list[str] = []
+    plan = plan_from_dict({"name": "p", "model": "tiny", "data": "sample", "max_steps": 4}, "t")
+    on_gpus = SweepSpare(gpu_count=2, log=said.append)
+    assert not on_gpus.serves(pin(plan, Slot(1, gpu=1), parallel=2))  # DeepSpeed's launcher pins it
+    assert not on_gpus.serves(plan.with_changes(gpus=2))  # two ranks
+    on_gpus.keep_ready(pin(plan, Slot(1, gpu=1), parallel=2))
+    assert sp.list_spares() == [] and on_gpus.started is None
+    on_cpu = SweepSpare(gpu_count=0, log=said.append)
+    assert on_cpu.serves(pin(plan, Slot(0), parallel=2)) and on_cpu.serves(plan)
+    on_cpu.keep_ready(plan)
+    started = on_cpu.started
+    on_cpu.keep_ready(plan)  # at once, before the first is listed: still no second
+    assert started is not None and len(said) == 1
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not sp.list_spares():
+        time.sleep(0.05)
+    assert [s.supervisor for s in sp.list_spares()] == [started.supervisor]
+    on_cpu.close()
+    assert _gone(started.supervisor) and sp.list_spares() == [] and "ended with the sweep" in said[-1]
+
+
+def test_a_sweep_ending_at_once_still_ends_the_spare_it_started(tmp_path):
+    from zerotui.core.sweep.spares import SweepSpare
+
+    plan = plan_from_dict({"name": "p", "model": "tiny", "data": "sample", "max_steps": 4}, "t")
+    keeper = SweepSpare(gpu_count=0, log=lambda _line: None)
+    keeper.keep_ready(plan)
+    started = keeper.started
+    assert started is not None
+    keeper.close()  # before the spare has listed itself
+    assert _gone(started.supervisor) and sp.list_spares() == []

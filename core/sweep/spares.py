@@ -1,0 +1,58 @@
+"""A spare worker kept ready for a sweep's next trial (core/run/spare.py).
+
+Each trial is a new run, and a new run spends most of its start importing torch, DeepSpeed and
+transformers. While a trial trains, the driver starts a spare for the environment its trials launch in;
+the next trial's launch (``start_run``, as for any run) hands its run to that spare and starts training
+with the imports done. A spare is started only when another trial will be asked after the ones running,
+and only for plans a spare can serve (one process: not the DeepSpeed launcher's GPU-pinned slots of a
+``--parallel`` sweep on GPUs). The spare the sweep started and nobody took is ended with the sweep.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+from zerotui.core.plan.schema import Plan
+from zerotui.core.run import spare as sp
+from zerotui.core.run import spare_claim
+from zerotui.core.run.launcher import launcher_needed
+
+
+#: How long the sweep's end waits for a spare that has not yet listed itself (it does within a second).
+CLOSE_WAIT_S = 10.0
+
+
+class SweepSpare:
+    def __init__(self, gpu_count: int, log=print) -> None:
+        self.gpu_count, self.log = gpu_count, log
+        self.started: Optional[sp.Spare] = None
+
+    def serves(self, plan: Plan) -> bool:
+        """Whether a launch of ``plan`` here would take a spare (core/run/spare_claim.claimable)."""
+        return spare_claim.claimable(plan, sp.worker_env(), launcher_needed(plan, self.gpu_count))
+
+    def keep_ready(self, plan: Plan) -> None:
+        """Have a spare up for the next trial of ``plan``'s shape (one per environment: a live one serves)."""
+        if not self.serves(plan) or self._pending():
+            return
+        spare = sp.start_spare()
+        if spare is not None and (self.started is None or spare.supervisor != self.started.supervisor):
+            self.started = spare
+            self.log(f"spare worker (supervisor pid {spare.supervisor}) importing for the next trial")
+
+    def _pending(self) -> bool:
+        """The spare started last is still up and untaken (a launch that takes one removes its folder).
+        Asked here rather than by listing: a spare is listed only once its supervisor has started its
+        worker, and trials started a moment apart (``--parallel``) must not start one each."""
+        s = self.started
+        return s is not None and s.folder.is_dir() and str(s.folder) in sp.cmdline(s.supervisor)
+
+    def close(self) -> None:
+        """End the spare this sweep started if no trial took it."""
+        deadline = time.monotonic() + CLOSE_WAIT_S
+        while self._pending() and time.monotonic() < deadline:  # a spare not yet listed cannot be stopped
+            if sp.stop_spare(self.started):
+                self.log(f"spare worker (supervisor pid {self.started.supervisor}) ended with the sweep")
+                break
+            time.sleep(0.1)
+        self.started = None
