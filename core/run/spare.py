@@ -22,7 +22,8 @@ A spare serves a launch only when it would behave exactly as a cold start:
 
 Otherwise — or when no spare answers within ``ACK_S`` — the launch starts cold, as it always has. A spare
 that nobody claims ends itself after ``ZEROTUI_SPARE_IDLE_S`` (default 15 min); ``ZEROTUI_SPARE=0`` turns
-spares off. The wizard starts one when it opens; ``zerotui spare`` starts, lists and stops them.
+spares off, ``ZEROTUI_SPARE=1`` also where zerotui would not start one by itself (a sweep of CPU trials:
+core/sweep/spares.py). The wizard starts one when it opens; ``zerotui spare`` starts, lists and stops them.
 
 Spares live in ``<cache>/spares/`` (0700): one folder each with ``spare.json`` (pids, key), a ``claim``
 FIFO, a ``lock`` that a claimer holds while it talks to the spare, and ``spare.log``.
@@ -90,6 +91,11 @@ class Spare:
 
 def enabled(env: Optional[Mapping[str, str]] = None) -> bool:
     return (os.environ if env is None else env).get(SPARE_ENV, "1").strip() not in ("0", "off", "no", "false")
+
+
+def forced(env: Optional[Mapping[str, str]] = None) -> bool:
+    """``ZEROTUI_SPARE=1`` said outright: spares also where zerotui would not start one by itself."""
+    return (os.environ if env is None else env).get(SPARE_ENV, "").strip().lower() in ("1", "on", "yes", "true")
 
 
 def idle_seconds(env: Optional[Mapping[str, str]] = None) -> float:

@@ -76,6 +76,7 @@ class Driver:
         gpus = detected_gpus() if gpu_count is None else gpu_count
         self.slots = plan_slots(self.base, self.parallel, gpus)
         self.spare = SweepSpare(gpus, log)  # the next trial's imports, done while this one trains
+        self._spare_for: tuple[TrialRun, Plan] | None = None
         seed = int(self.spec.get("seed", 0))
         self.study = open_study(paths, seed)
         asked = len(self.study.get_trials(deepcopy=False))
@@ -118,6 +119,7 @@ class Driver:
             for tr in list(self.active):
                 if tr.poll(self.log):
                     self._conclude(tr)
+            self._spare_when_trained()
             self._write_running()
             if self.active:
                 time.sleep(POLL_S)
@@ -158,9 +160,16 @@ class Driver:
         trial.set_user_attr("slot", slot.label)
         self.log(f"trial {trial.number}: {values} -> run {run.name} ({slot.label})")
         self.active.append(TrialRun(trial.number, trial, run, slot, asked=asked))
-        if self._done() + len(self.active) < int(self.spec["trials"]):
-            self.spare.keep_ready(plan)
+        # Another trial will follow: a spare for it once this one trains (started now, its imports would
+        # compete with this run's own start-up for the CPU).
+        more = self._done() + len(self.active) < int(self.spec["trials"])
+        self._spare_for = (self.active[-1], plan) if more else None
         return True
+
+    def _spare_when_trained(self) -> None:
+        if self._spare_for is not None and self._spare_for[0].stepped:
+            self.spare.keep_ready(self._spare_for[1])
+            self._spare_for = None
 
     def _start(self, plan: Plan) -> RunPaths:
         from zerotui.core.run.start import start_run

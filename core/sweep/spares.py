@@ -1,11 +1,17 @@
 """A spare worker kept ready for a sweep's next trial (core/run/spare.py).
 
 Each trial is a new run, and a new run spends most of its start importing torch, DeepSpeed and
-transformers. While a trial trains, the driver starts a spare for the environment its trials launch in;
+transformers. Once a trial has trained its first step, the driver starts a spare for the environment its trials launch in;
 the next trial's launch (``start_run``, as for any run) hands its run to that spare and starts training
 with the imports done. A spare is started only when another trial will be asked after the ones running,
 and only for plans a spare can serve (one process: not the DeepSpeed launcher's GPU-pinned slots of a
 ``--parallel`` sweep on GPUs). The spare the sweep started and nobody took is ended with the sweep.
+
+Only where trials train on a GPU, unless ``ZEROTUI_SPARE=1`` is set: a trial on the CPU trains on every
+core, and the spare's imports take them from it. Measured on a 2-core machine (tiny model, 4 trials,
+benchmarks/results/sweep-spares-cpu-2026-12-02.json): a trial's first step came 0.4-0.5 s after its
+launch instead of 6.5-7.3 s, but the trial the spare imported beside trained 21.6 s instead of 12 s,
+and the sweeps took longer (50.4-50.7 s against 46.0-48.1 s).
 """
 from __future__ import annotations
 
@@ -28,7 +34,10 @@ class SweepSpare:
         self.started: Optional[sp.Spare] = None
 
     def serves(self, plan: Plan) -> bool:
-        """Whether a launch of ``plan`` here would take a spare (core/run/spare_claim.claimable)."""
+        """Whether a launch of ``plan`` here would take a spare (core/run/spare_claim.claimable), and the
+        trials train where the spare's imports do not slow them."""
+        if self.gpu_count == 0 and not sp.forced():
+            return False
         return spare_claim.claimable(plan, sp.worker_env(), launcher_needed(plan, self.gpu_count))
 
     def keep_ready(self, plan: Plan) -> None:

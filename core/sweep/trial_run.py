@@ -35,6 +35,7 @@ class TrialRun:
     reported: set[int] = field(default_factory=set)  # steps the study has already (a restarted driver)
     outcome: str | None = None    # the run's final state once it ended
     timed: bool = True               # False for a trial a previous driver asked: its start time is gone
+    stepped: bool = False            # the run has trained a step: its start-up is behind it
 
     def poll(self, log: Callable[[str], None]) -> bool:
         """Read what the run wrote since the last poll; True once the run has ended."""
@@ -51,6 +52,7 @@ class TrialRun:
     def _read(self, log: Callable[[str], None]) -> bool:
         evs, self.offset = read_new(self.run.events, self.offset)
         for ev in evs:
+            self.stepped = self.stepped or ev.get("type") == "step"
             if ev.get("type") == "eval" and _finite(ev.get("loss")):
                 self.last = float(ev["loss"])
                 self._report(int(ev.get("step") or 0), log)

@@ -14,8 +14,8 @@ from zerotui.core.sweep.folder import find_sweep
 
 def _zerotui(tmp_path, *argv, timeout=900):
     env = dict(os.environ, ZEROTUI_RUNS_DIR=str(tmp_path / "runs"), ZEROTUI_PRESETS_DIR=str(tmp_path / "presets"),
-               ZEROTUI_CACHE_DIR=str(tmp_path / "cache"))  # the sweep's spare workers: its own
-    env.pop("ZEROTUI_SPARE", None)
+               ZEROTUI_CACHE_DIR=str(tmp_path / "cache"),  # the sweep's spare workers: its own
+               ZEROTUI_SPARE="1")  # on the CPU too (by itself a sweep keeps spares for GPU trials only)
     return subprocess.run([sys.executable, "-m", "zerotui.cli.main", *argv], capture_output=True, text=True,
                           env=env, timeout=timeout)
 

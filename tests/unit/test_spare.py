@@ -265,7 +265,7 @@ def test_a_spare_being_claimed_is_not_stopped_and_an_idle_one_is(tmp_path):
     assert sp.stop_spare(spare) is False  # gone: nothing to signal (its pid may be someone else's by now)
 
 
-def test_a_sweep_keeps_a_spare_only_for_trials_one_can_serve(tmp_path):
+def test_a_sweep_keeps_a_spare_only_for_trials_one_can_serve(tmp_path, monkeypatch):
     from zerotui.core.sweep.slots import Slot, pin
     from zerotui.core.sweep.spares import SweepSpare
 
@@ -276,6 +276,9 @@ def test_a_sweep_keeps_a_spare_only_for_trials_one_can_serve(tmp_path):
     assert not on_gpus.serves(plan.with_changes(gpus=2))  # two ranks
     on_gpus.keep_ready(pin(plan, Slot(1, gpu=1), parallel=2))
     assert sp.list_spares() == [] and on_gpus.started is None
+    assert SweepSpare(gpu_count=1).serves(plan)  # one trial at a time on one GPU
+    assert not SweepSpare(gpu_count=0).serves(plan)  # trials on the CPU: the spare's imports would slow them
+    monkeypatch.setenv(sp.SPARE_ENV, "1")  # ... unless asked for outright
     on_cpu = SweepSpare(gpu_count=0, log=said.append)
     assert on_cpu.serves(pin(plan, Slot(0), parallel=2)) and on_cpu.serves(plan)
     on_cpu.keep_ready(plan)
@@ -290,7 +293,8 @@ def test_a_sweep_keeps_a_spare_only_for_trials_one_can_serve(tmp_path):
     assert _gone(started.supervisor) and sp.list_spares() == [] and "ended with the sweep" in said[-1]
 
 
-def test_a_sweep_ending_at_once_still_ends_the_spare_it_started(tmp_path):
+def test_a_sweep_ending_at_once_still_ends_the_spare_it_started(tmp_path, monkeypatch):
+    monkeypatch.setenv(sp.SPARE_ENV, "1")
     from zerotui.core.sweep.spares import SweepSpare
 
     plan = plan_from_dict({"name": "p", "model": "tiny", "data": "sample", "max_steps": 4}, "t")
