@@ -1,11 +1,12 @@
 """A spare worker kept ready for a sweep's next trial (core/run/spare.py).
 
 Each trial is a new run, and a new run spends most of its start importing torch, DeepSpeed and
-transformers. Once a trial has trained its first step, the driver starts a spare for the environment its trials launch in;
-the next trial's launch (``start_run``, as for any run) hands its run to that spare and starts training
-with the imports done. A spare is started only when another trial will be asked after the ones running,
-and only for plans a spare can serve (one process: not the DeepSpeed launcher's GPU-pinned slots of a
-``--parallel`` sweep on GPUs). The spare the sweep started and nobody took is ended with the sweep.
+transformers. Once a trial has trained its first step (its own start-up, which needs the CPU, is then
+behind it), the driver starts a spare for the environment its trials launch in; the next trial's launch
+(``start_run``, as for any run) hands its run to that spare and starts training with the imports done.
+A spare is started only when another trial will be asked after the ones running, and only for plans a
+spare can serve (one process: not the DeepSpeed launcher's GPU-pinned slots of a ``--parallel`` sweep
+on GPUs). The spare the sweep started and nobody took is ended with the sweep.
 
 Only where trials train on a GPU, unless ``ZEROTUI_SPARE=1`` is set: a trial on the CPU trains on every
 core, and the spare's imports take them from it. Measured on a 2-core machine (tiny model, 4 trials,
