@@ -42,11 +42,13 @@ class SweepSpare:
         return spare_claim.claimable(plan, sp.worker_env(), launcher_needed(plan, self.gpu_count))
 
     def keep_ready(self, plan: Plan) -> None:
-        """Have a spare up for the next trial of ``plan``'s shape (one per environment: a live one serves)."""
+        """Have a spare up for the next trial of ``plan``'s shape (one per environment: a live one serves,
+        and is left to whoever started it)."""
         if not self.serves(plan) or self._pending():
             return
+        up = {s.supervisor for s in sp.list_spares()}  # one already up (the wizard's) serves, and is not ours
         spare = sp.start_spare()
-        if spare is not None and (self.started is None or spare.supervisor != self.started.supervisor):
+        if spare is not None and spare.supervisor not in up:
             self.started = spare
             self.log(f"spare worker (supervisor pid {spare.supervisor}) importing for the next trial")
 

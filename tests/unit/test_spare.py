@@ -304,3 +304,15 @@ def test_a_sweep_ending_at_once_still_ends_the_spare_it_started(tmp_path, monkey
     assert started is not None
     keeper.close()  # before the spare has listed itself
     assert _gone(started.supervisor) and sp.list_spares() == []
+
+
+def test_a_sweep_uses_a_spare_already_up_and_leaves_it_to_whoever_started_it(tmp_path, monkeypatch):
+    from zerotui.core.sweep.spares import SweepSpare
+
+    monkeypatch.setenv(sp.SPARE_ENV, "1")
+    wizards = _start()  # e.g. the wizard's, started as it opened
+    keeper = SweepSpare(gpu_count=0, log=lambda _line: None)
+    keeper.keep_ready(plan_from_dict({"name": "p", "model": "tiny", "data": "sample", "max_steps": 4}, "t"))
+    assert keeper.started is None and [s.supervisor for s in sp.list_spares()] == [wizards.supervisor]
+    keeper.close()
+    assert pid_alive(wizards.supervisor) and [s.supervisor for s in sp.list_spares()] == [wizards.supervisor]
