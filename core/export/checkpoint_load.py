@@ -3,10 +3,8 @@
 A full ``torch.load`` (weights_only off) unpickles arbitrary objects, so a ``.pt`` file dropped into a run
 folder would run code the moment ``zerotui merge`` read it; DeepSpeed's own zero_to_fp32 loads that way.
 Every load here is ``weights_only=True`` — including zero_to_fp32's, through ``weights_only_loads`` —
-with an allowlist of exactly the classes DeepSpeed's checkpoints hold besides tensors and plain
-containers. The list was read off real checkpoints of every kind zerotui writes (ZeRO 0-3, full and
-LoRA, bf16 and fp16) with ``torch.serialization.get_unsafe_globals_in_checkpoint``; tests/deepspeed/
-test_merge.py checks it against fresh ones.
+with the allowlist of exactly the classes DeepSpeed's checkpoints hold besides tensors and plain
+containers (core/deepspeed/safe_globals.py).
 
 A checkpoint that is marked complete but cannot be read (truncated, a disk error, a foreign object) is
 skipped for the previous complete one, and the reason is kept for the user.
@@ -20,22 +18,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from zerotui.core.deepspeed.safe_globals import deepspeed_safe_globals
 from zerotui.core.errors import RunError
 from zerotui.core.train.checkpoint import CheckpointInfo, list_checkpoints
 
 ZERO_STATE_GLOB = "*_optim_states.pt"
 MODEL_STATES = "mp_rank_00_model_states.pt"
-
-
-def deepspeed_safe_globals() -> list[Any]:
-    """The non-tensor classes DeepSpeed pickles into its checkpoint files (and only those)."""
-    from deepspeed.runtime.fp16 import loss_scaler
-    from deepspeed.runtime.zero.config import ZeroStageEnum
-    from deepspeed.utils.tensor_fragment import fragment_address
-
-    found = [ZeroStageEnum, fragment_address, loss_scaler.LossScaler, loss_scaler.DynamicLossScaler]
-    profile = getattr(loss_scaler, "LossScaleProfile", None)  # newer DeepSpeed: an enum in the scaler's state
-    return found + ([profile] if profile is not None else [])
 
 
 @contextlib.contextmanager

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 import re
 import shutil
 import threading
@@ -316,10 +317,16 @@ class Checkpointer:
         """Restore engine, optimizer and scheduler state from ``info``; returns zerotui's client state."""
         from zerotui.core.train.mmap_load import mapped_loads
 
-        with mapped_loads(self.engine):
-            load_path, client = self.engine.load_checkpoint(
-                str(self.folder), tag=info.tag, load_module_strict=not self.exclude_frozen,
-                load_optimizer_states=True, load_lr_scheduler_states=True)
+        try:
+            with mapped_loads(self.engine):
+                load_path, client = self.engine.load_checkpoint(
+                    str(self.folder), tag=info.tag, load_module_strict=not self.exclude_frozen,
+                    load_optimizer_states=True, load_lr_scheduler_states=True)
+        except pickle.UnpicklingError as err:  # weights_only refused a class: nothing of it ran
+            first = next((ln.strip() for ln in str(err).splitlines() if "GLOBAL" in ln or "Unsupported" in ln), "")
+            raise RunError(f"checkpoint {info.path} holds objects a DeepSpeed checkpoint never holds, refused "
+                           f"unread ({first[:160]})", "if you did not put them there, remove that folder to "
+                           "resume from the checkpoint before it") from None
         if load_path is None or not isinstance(client, dict) or CLIENT_KEY not in client:
             raise RunError(f"checkpoint {info.path} could not be loaded (DeepSpeed found no state in it)",
                            "remove that folder to resume from the one before it")

@@ -17,10 +17,10 @@ loaded file is replaced by a copy (``release``); on a GPU run there are none (th
 the device), on the CPU this is the copy ``torch.load`` would have made, from the page cache.
 A file ``torch.load`` cannot map (written by the old, non-zip format) is loaded the ordinary way.
 
-``weights_only=False``, as DeepSpeed's own engine loads: its checkpoints hold DeepSpeed objects (loss
-scalers, the ZeRO stage enum, tensor fragment addresses, which differ by optimizer) that the restricted
-unpickler refuses. A resume trusts the run folder's checkpoint files exactly as DeepSpeed does; they are
-written by the run itself, and ``zerotui`` refuses run folders it finds tampered (core/run/run_files.py).
+Never ``weights_only=False`` (DeepSpeed's own engine loads that way, and a file planted in the run folder
+would run code): every file, mapped or not, is read ``weights_only=True`` with the classes DeepSpeed
+pickles into its checkpoints allowed (core/deepspeed/safe_globals.py). A file holding anything else is
+refused unread (``pickle.UnpicklingError``; core/train/checkpoint.py names the checkpoint).
 """
 from __future__ import annotations
 
@@ -44,14 +44,17 @@ class MmapLoads:
     def load(self, path: str, map_location: Any = None) -> Any:
         import torch
 
-        try:
-            loaded = torch.load(path, map_location=map_location, weights_only=False, mmap=True)
-            self.paths.append(str(path))
-            return loaded
-        except RuntimeError as err:
-            if "mmap" not in str(err):
-                raise
-            return self._inner.load(path, map_location=map_location)
+        from zerotui.core.deepspeed.safe_globals import deepspeed_safe_globals
+
+        with torch.serialization.safe_globals(deepspeed_safe_globals()):
+            try:
+                loaded = torch.load(path, map_location=map_location, weights_only=True, mmap=True)
+            except RuntimeError as err:
+                if "mmap" not in str(err):
+                    raise
+                return torch.load(path, map_location=map_location, weights_only=True)  # an old-format file
+        self.paths.append(str(path))
+        return loaded
 
 
 @contextmanager

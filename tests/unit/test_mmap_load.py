@@ -39,12 +39,52 @@ def test_a_zip_checkpoint_is_mapped_and_equal(tmp_path):
     assert torch.equal(torch.load(path, weights_only=False)["module"]["w"], state["module"]["w"])
 
 
-def test_the_old_file_format_is_loaded_by_the_wrapped_engine(tmp_path):
+def test_the_old_file_format_is_loaded_unmapped_and_weights_only(tmp_path):
     path = tmp_path / "old.pt"
     torch.save({"x": torch.ones(3)}, path, _use_new_zipfile_serialization=False)
     inner = _Inner()
     got = MmapLoads(inner).load(str(path), map_location=torch.device("cpu"))
-    assert inner.loads == [str(path)] and torch.equal(got["x"], torch.ones(3))
+    assert inner.loads == []  # never DeepSpeed's own load, which unpickles anything
+    assert torch.equal(got["x"], torch.ones(3))
+
+
+def _planted(tmp_path, old_format: bool):
+    import os
+
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    path = tmp_path / "mp_rank_00_model_states.pt"
+    torch.save({"module": {"w": torch.ones(2)}, "extra": Planted()}, path,
+               _use_new_zipfile_serialization=not old_format)
+    return path, marker
+
+
+def test_a_planted_object_in_a_checkpoint_file_is_refused_without_running(tmp_path):
+    import pickle
+
+    import pytest
+
+    for old_format in (False, True):
+        path, marker = _planted(tmp_path, old_format)
+        with pytest.raises(pickle.UnpicklingError, match="weights_only"):
+            MmapLoads(_Inner()).load(str(path), map_location=torch.device("cpu"))
+        assert not marker.exists(), old_format
+
+
+def test_the_classes_deepspeed_pickles_are_allowed(tmp_path):
+    from deepspeed.runtime.fp16.loss_scaler import DynamicLossScaler
+    from deepspeed.runtime.zero.config import ZeroStageEnum
+
+    path = tmp_path / "mp_rank_00_model_states.pt"
+    scaler = DynamicLossScaler(init_scale=2.0**16, scale_window=1000, min_scale=1, delayed_shift=2,
+                               consecutive_hysteresis=False)
+    torch.save({"scaler": scaler, "stage": ZeroStageEnum.weights}, path)
+    got = MmapLoads(_Inner()).load(str(path), map_location=torch.device("cpu"))
+    assert got["scaler"].cur_scale == 2.0**16 and got["stage"] == ZeroStageEnum.weights
 
 
 def test_the_engine_gets_its_own_checkpoint_engine_back_even_after_an_error(tmp_path):
