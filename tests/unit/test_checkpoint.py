@@ -135,3 +135,34 @@ def test_growth_stops_at_the_room_it_is_given():
     pool.wanted = [((256,), torch.float32), ((256,), torch.float32)]
     pool.grow(room=1500)  # one 1 KiB buffer fits, the second would not
     assert pool.pinned_bytes == 1024
+
+
+def test_a_resume_refuses_a_planted_object_in_a_checkpoint_file_and_names_the_checkpoint(tmp_path):
+    """The engine reads its files through the checkpoint engine (mapped, weights only): a file holding
+    a class DeepSpeed never pickles is refused unread, as a RunError naming that checkpoint."""
+    import os
+
+    import pytest
+
+    from zerotui.core.errors import RunError
+
+    marker = tmp_path / "ran"
+
+    class Planted:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    folder = tmp_path / "checkpoints" / "step4"
+    folder.mkdir(parents=True)
+    torch.save({"module": {}, "extra": Planted()}, folder / "mp_rank_00_model_states.pt")
+
+    class Engine:  # DeepSpeed's load_checkpoint reads each file through engine.checkpoint_engine.load
+        checkpoint_engine = None
+
+        def load_checkpoint(self, load_dir, tag, **_kw):
+            return self.checkpoint_engine.load(os.path.join(load_dir, tag, "mp_rank_00_model_states.pt")), {}
+
+    saver = ck.Checkpointer(Engine(), tmp_path / "checkpoints", Plan(), 0, lambda *a, **k: None, lambda: None, False)
+    with pytest.raises(RunError, match=r"checkpoints/step4 holds objects .* refused unread"):
+        saver.load(ck.CheckpointInfo("step4", 4, folder, True))
+    assert not marker.exists()
