@@ -21,7 +21,6 @@ import sys
 import numpy as np
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
 from zerotui.core.estimate.margin import zero3_long_sequence_floor
 
 from benchmarks.estimator.margin_rows import GIB, all_rows
@@ -45,6 +44,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
     floor = np.array([zero3_long_sequence_floor(r["job"], r["allocated_est"], 0.0) for r in rows])
     return {"feats": feats, "floor": floor, "alloc": np.array([r["allocated_est"] for r in rows]),
             "first": np.array([r["margin_sources"]["first step"] for r in rows]),
+            "context": np.array([r["context"] for r in rows], dtype=float),
             "measured": np.array([measured_total(r) for r in rows], dtype=float)}
 
 
@@ -67,7 +67,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
     """Relative error of the total (allocated + margin + context) against the measured one."""
-    return (d["alloc"] + margins(d, consts, overlap) + CUDA_CONTEXT_BYTES) / d["measured"] - 1
+    return (d["alloc"] + margins(d, consts, overlap) + d["context"]) / d["measured"] - 1
 
 
 def score(e: np.ndarray) -> np.ndarray:

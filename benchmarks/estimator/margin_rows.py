@@ -22,6 +22,7 @@ from benchmarks.estimator.paths import REPO, ensure_zerotui_importable
 ensure_zerotui_importable()
 
 from zerotui.core.estimate import gpu
+from zerotui.core.estimate.cuda_context import context_bytes
 from zerotui.core.estimate.job import job_for
 from zerotui.core.model.spec import _llama_family_spec
 from zerotui.core.plan.schema import plan_from_dict
@@ -49,6 +50,7 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "") -> dict[st
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
+            "context": context_bytes(plan, job.N),
             "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms),
             "margin_sources": dict(peak.margin_sources), "phase": peak.phase,
             "job": job, "states": states}

@@ -11,19 +11,17 @@ from __future__ import annotations
 
 import sys
 
-from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
-
 from benchmarks.estimator.margin_rows import GIB, all_rows
 
 TERMS = ("base", "loss", "recompute", "gather", "gradients", "first step")
 
 
 def measured_total(r: dict) -> float:
-    return r["nvml"] or r["reserved"] + CUDA_CONTEXT_BYTES
+    return r["nvml"] or r["reserved"] + r["context"]
 
 
 def total_error(r: dict) -> float:
-    return (r["allocated_est"] + r["margin_est"] + CUDA_CONTEXT_BYTES) / measured_total(r) - 1
+    return (r["allocated_est"] + r["margin_est"] + r["context"]) / measured_total(r) - 1
 
 
 def summary(rows: list[dict]) -> dict[str, dict[str, float]]:

@@ -20,7 +20,7 @@ GIB = 2**30
 
 def rows(files: list[str]) -> list[dict]:
     from zerotui.core.estimate.budget import estimate
-    from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES
+    from zerotui.core.estimate.cuda_context import context_bytes
     from zerotui.core.hardware.detect import stated_hardware
     from zerotui.core.model.spec import _llama_family_spec
     from zerotui.core.plan.schema import plan_from_dict
@@ -41,10 +41,11 @@ def rows(files: list[str]) -> list[dict]:
             # The allocator setting the run had: the file's "alloc_conf" (the environment its command set),
             # else PyTorch's default, which every run before core/plan/allocator.py had.
             env = {"PYTORCH_CUDA_ALLOC_CONF": data.get("alloc_conf", "")}
-            b = estimate(plan_from_dict({"kernels": "none", **plan}), hw, spec, env=env)
+            p = plan_from_dict({"kernels": "none", **plan})
+            b = estimate(p, hw, spec, env=env)
             reserved = r.get("peak_reserved")
             nvml = r.get("nvml_used_max") if clean_nvml else None
-            measured = nvml or (reserved + CUDA_CONTEXT_BYTES if reserved else None)
+            measured = nvml or (reserved + context_bytes(p) if reserved else None)
             # A plan forced past the budget (7b-lora-oom) measures nothing: its check is that it ended out
             # of memory under the cap, reported like any OOM.
             oom = r.get("state") == "failed" and "out of GPU memory" in (r.get("reason") or "")

@@ -81,13 +81,18 @@ def main() -> int:
     ap.add_argument("--window", type=float, default=30.0, help="seconds of training measured")
     ap.add_argument("--telemetry-s", type=float, default=None, help="ZEROTUI_TELEMETRY_S for the run")
     ap.add_argument("--model", default="tiny")
+    ap.add_argument("--precision", default="fp32", help="bf16 for a model on the GPU")
+    ap.add_argument("--micro-batch", type=int, default=2)
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--stage", type=int, default=0)
     a = ap.parse_args()
     from zerotui.core.plan.schema import plan_from_dict
 
     work = Path(tempfile.mkdtemp(prefix="zt-overhead-"))
     data = write_data(work / "data.jsonl", rows=2000, words=200)
     plan = plan_from_dict({"name": "overhead", "model": a.model, "data": str(data), "data_format": "text",
-                           "precision": "fp32", "micro_batch": 2, "grad_accum": 1, "seq_len": 128,
+                           "precision": a.precision, "micro_batch": a.micro_batch, "grad_accum": 1,
+                           "seq_len": a.seq_len, "stage": a.stage,
                            "max_steps": 1000000, "log_interval": 1, "save_interval": 0, "save_minutes": 0,
                            "save_final": False, "eval_fraction": 0.0, "gpus": 1}, "overhead")
     (work / "plan.yaml").write_text(plan.to_yaml())
@@ -118,6 +123,7 @@ def main() -> int:
     step_event = next(e for e in reversed(evs) if e["type"] == "step")
     per_emit = statistics.median(emit_cost(step_event) for _ in range(3))
     out = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "model": a.model,
+           "plan": {k: plan.to_dict().get(k) for k in ("precision", "micro_batch", "seq_len", "stage", "kernels")},
            "telemetry_s": env.get("ZEROTUI_TELEMETRY_S", "default"), "window_s": round(wall, 2),
            "steps": steps, "events_written": written, "step_s": round(wall / steps, 4) if steps else None,
            "cpu_s": {"worker main thread (control, heartbeat, telemetry, watches)": round(main_s, 3),

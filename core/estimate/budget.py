@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from zerotui.core.estimate import calibration as cal
+from zerotui.core.estimate.cuda_context import context_bytes
 from zerotui.core.estimate import gpu, host
 from zerotui.core.estimate.ds_estimators import deepspeed_estimate
 from zerotui.core.estimate.job import Job, job_for
@@ -98,8 +98,8 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     }
     if job.on_gpu:
         breakdown["gpu"]["fragmentation margin"] = int(peak.margin)
-        breakdown["gpu"]["CUDA context"] = cal.CUDA_CONTEXT_BYTES
-    gpu_bytes = int(peak.allocated + peak.margin + cal.CUDA_CONTEXT_BYTES) if job.on_gpu else 0
+        breakdown["gpu"]["CUDA context"] = context_bytes(plan, job.N)
+    gpu_bytes = int(peak.allocated + peak.margin + context_bytes(plan, job.N)) if job.on_gpu else 0
     cpu_total = int(sum(cpu_parts.values()) * job.n_local)
     nvme_total = int(sum(nvme.values()))
     gpu_cap = hw.gpu_total_bytes if job.on_gpu else 0

@@ -11,11 +11,14 @@ from zerotui.core.plan import allocator
 
 GIB = 2**30
 
-#: NVML's used memory minus PyTorch's peak reserved: CUDA context, kernels, cuBLAS workspaces and the
-#: NCCL communicator of one process. 1.89-2.28 GiB on the estimator sweeps' rows (their own harness);
-#: 2.28 GiB on every run through zerotui's worker (LoRA, QLoRA, 7B and 13B:
-#: benchmarks/results/seed-scenarios-c-2026-12-01.json), which is what users run.
-CUDA_CONTEXT_BYTES = int(2.28 * GIB)
+#: NVML's used memory minus PyTorch's peak reserved, for one process (core/estimate/cuda_context.py says
+#: which plans get which). Measured piece by piece on the H200 (benchmarks/estimator/context.py,
+#: benchmarks/results/context-gpu-2026-12-02.json): the CUDA context 1.21 GiB, cuBLAS 0.06, attention
+#: kernels 0.02, an NCCL communicator 0.54; a DeepSpeed engine with one communicator 1.90 GiB, with two
+#: 2.28. Through zerotui's worker the committed rows read 1.89-1.94 GiB (one) and 2.275-2.279 (two).
+CUDA_CONTEXT_BYTES = int(1.94 * GIB)
+#: What a second NCCL communicator adds (0.38 GiB measured; 2.28 is the most any row through the worker read).
+SECOND_COMMUNICATOR_BYTES = int(2.28 * GIB) - CUDA_CONTEXT_BYTES
 
 #: The caching allocator's margin (core/estimate/margin.py names the sources and how they combine).
 #: Fitted by benchmarks/estimator/fit_margin.py on all 41 committed H200 rows with a measured reserved
@@ -23,11 +26,11 @@ CUDA_CONTEXT_BYTES = int(2.28 * GIB)
 #: allocated 0.44-9.10 GiB), by a grid over these five, scoring the total (allocated + margin + context)
 #: against NVML, safety first; judged out of sample by benchmarks/estimator/crossval_margin.py (each
 #: result file predicted by a fit on the others: benchmarks/results/estimator-crossval-2026-12-02.txt).
-FRAGMENTATION_BASE_BYTES = int(0.6 * GIB)
-FRAGMENTATION_LOSS_SHARE = 0.35
-FRAGMENTATION_RECOMPUTE_SHARE = 0.25
-FRAGMENTATION_GATHER_SHARE = 0.75
-FRAGMENTATION_GRADIENT_SHARE = 0.75
+FRAGMENTATION_BASE_BYTES = int(0.8 * GIB)
+FRAGMENTATION_LOSS_SHARE = 0.45
+FRAGMENTATION_RECOMPUTE_SHARE = 0.1
+FRAGMENTATION_GATHER_SHARE = 1.0
+FRAGMENTATION_GRADIENT_SHARE = 0.25
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.
