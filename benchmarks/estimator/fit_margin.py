@@ -21,7 +21,7 @@ import sys
 import numpy as np
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.margin import zero3_long_sequence_floor
+from zerotui.core.estimate.margin import fp16_offload_guard, zero3_long_sequence_floor
 
 from benchmarks.estimator.margin_rows import GIB, all_rows
 from benchmarks.estimator.margin_table import measured_total
@@ -45,6 +45,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
     return {"feats": feats, "floor": floor, "alloc": np.array([r["allocated_est"] for r in rows]),
             "first": np.array([r["margin_sources"]["first step"] for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),
+            "guard": np.array([fp16_offload_guard(r["job"]) for r in rows]),
             "measured": np.array([measured_total(r) for r in rows], dtype=float)}
 
 
@@ -62,7 +63,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
     loss_gather = np.maximum(share("loss"), share("gather")) if overlap else share("loss") + share("gather")
     m = share("base") + loss_gather + share("recompute") + share("gradients")
-    return np.maximum(m + d["first"], d["floor"])
+    return np.maximum(m + d["first"] + d["guard"], d["floor"])
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:

@@ -20,7 +20,7 @@ from zerotui.core.estimate.activations import (
     recompute_bytes_per_token,
 )
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
-from zerotui.core.estimate.margin import margin_terms, sources, zero3_long_sequence_floor
+from zerotui.core.estimate.margin import fp16_offload_guard, margin_terms, sources, zero3_long_sequence_floor
 
 
 @dataclass
@@ -141,5 +141,6 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     allocated = sum(g.values())
     src = sources(job, g, lg, grads, recompute, step_transient)
     terms = margin_terms(src)
+    terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src)

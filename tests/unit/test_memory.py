@@ -276,9 +276,14 @@ def test_no_seed_scenario_measured_above_its_estimate():
         [(r["scenario"], r["error"]) for r in measured]
     # Results a-c, the seed's own jobs, within +5%; every row within +7.5%: the worst is 1b-full-ho4,
     # +7.0% (docs/seed_scenarios.md), rounded up. tests/unit/test_margin.py holds every kind of row to -3%.
-    ours = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a", "seed-scenarios-b", "seed-scenarios-c"))]
+    ours = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a-", "seed-scenarios-b-", "seed-scenarios-c-"))]
     assert len(ours) >= 8 and all(r["error"] <= 0.05 for r in ours), [(r["scenario"], r["error"]) for r in ours]
-    assert all(r["error"] <= 0.075 for r in measured), [(r["scenario"], r["error"]) for r in measured]
+    # The rows held out for the CUDA-context rule (seed-scenarios-context-ho) over-estimate more: a 1.1B
+    # QLoRA by 19.7%, a 1.1B ZeRO-3 by 11.0% (docs/estimator.md, "The CUDA context"); held to +20%.
+    held_out = [r for r in measured if r["file"].startswith("seed-scenarios-context-ho-")]
+    assert len(held_out) == 5 and all(r["error"] <= 0.20 for r in held_out), [(r["scenario"], r["error"]) for r in held_out]
+    rest = [r for r in measured if r not in held_out]
+    assert all(r["error"] <= 0.075 for r in rest), [(r["scenario"], r["error"]) for r in rest]
     assert all(r["state"] == "completed" for r in table if r["estimate"] <= 24 * 2**30 and r["state"])
     # the plan forced past the budget went out of memory under its cap, as the budget said it would
     ooms = [r for r in table if r["oom"]]

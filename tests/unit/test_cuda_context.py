@@ -1,0 +1,96 @@
+"""The memory a process holds outside PyTorch's allocator (core/estimate/cuda_context.py), its place in the
+budget and in the run's memory cap, and the fp16 offload guard of the margin (core/estimate/margin.py)."""
+from __future__ import annotations
+
+from places import REPO
+import json
+import sys
+
+import pytest
+
+from zerotui.core.estimate import calibration as cal
+from zerotui.core.estimate.budget import estimate
+from zerotui.core.estimate.cuda_context import context_bytes, second_communicator
+from zerotui.core.estimate.job import job_for
+from zerotui.core.estimate.margin import fp16_offload_guard
+from zerotui.core.hardware.types import GpuInfo, Hardware
+from zerotui.core.model.spec import _llama_family_spec
+from zerotui.core.plan.schema import Plan, plan_from_dict
+
+GIB = 2**30
+SHAPE = {"model_type": "llama", "vocab_size": 32000, "hidden_size": 2048, "intermediate_size": 5632,
+         "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4}
+
+
+def _box(n: int = 1) -> Hardware:
+    gpus = [GpuInfo(index=i, name="H200", total_bytes=141 * GIB, free_bytes=141 * GIB, compute_capability=(9, 0),
+                    bf16=True) for i in range(n)]
+    return Hardware(gpus=gpus, ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
+
+
+def _plan(**kw) -> Plan:
+    return Plan(model="m", data="d", micro_batch=4, seq_len=1024, **kw)
+
+
+@pytest.mark.parametrize("fields, two", [
+    (dict(precision="bf16", stage=0), False),
+    (dict(precision="bf16", stage=3, offload_optimizer="cpu"), False),
+    (dict(precision="fp16", stage=0, method="lora"), False),
+    (dict(precision="fp16", stage=2), True),
+    (dict(precision="fp16", stage=3, offload_optimizer="cpu", method="lora"), True),
+    (dict(precision="bf16", stage=2, method="qlora"), True),
+])
+def test_the_second_communicator_follows_precision_stage_and_method(fields, two):
+    plan = _plan(**fields)
+    assert second_communicator(plan) is two
+    assert context_bytes(plan) == cal.CUDA_CONTEXT_BYTES + (cal.SECOND_COMMUNICATOR_BYTES if two else 0)
+
+
+def test_several_ranks_get_the_larger_context_and_the_budget_counts_the_plans_own():
+    bf16 = _plan(precision="bf16", stage=2)
+    assert context_bytes(bf16, ranks=2) == context_bytes(_plan(precision="fp16", stage=2))
+    spec = _llama_family_spec("m", SHAPE, "test")
+    one = estimate(bf16, _box(), spec)
+    fp16 = estimate(bf16.with_changes(precision="fp16"), _box(), spec)
+    assert one.breakdown["gpu"]["CUDA context"] == cal.CUDA_CONTEXT_BYTES
+    assert fp16.breakdown["gpu"]["CUDA context"] == cal.CUDA_CONTEXT_BYTES + cal.SECOND_COMMUNICATOR_BYTES
+    for b in (one, fp16):
+        assert b.gpu_bytes == sum(b.breakdown["gpu"].values())
+    two_gpus = estimate(bf16.with_changes(gpus=2), _box(2), spec)
+    assert two_gpus.breakdown["gpu"]["CUDA context"] > cal.CUDA_CONTEXT_BYTES
+
+
+def test_the_rule_never_counts_less_than_a_run_through_the_worker_held():
+    """Against NVML's used memory minus the peak reserved on every seed-scenario row NVML saw alone: the
+    rule may count more (the safe side), never more than 0.05 GiB less, but on one row run with an older
+    worker (results c's bf16 LoRA: two communicators where the same plan later measured one)."""
+    sys.path.insert(0, str(REPO))
+    seen = 0
+    for f in sorted((REPO / "benchmarks/results").glob("seed-scenarios-*.json")):
+        data = json.loads(f.read_text())
+        if not data.get("nvml_clean") and "seed-scenarios-c-" not in f.name:
+            continue
+        for name, r in data["scenarios"].items():
+            if not (r.get("nvml_used_max") and r.get("peak_reserved")):
+                continue
+            measured = r["nvml_used_max"] - r["peak_reserved"]
+            predicted = context_bytes(plan_from_dict({"kernels": "none", **r["plan"]}))
+            if f.name.startswith("seed-scenarios-c-") and name == "7b-lora-fit":
+                assert predicted < measured - 0.3 * GIB  # the exception named above, still what it was
+                continue
+            seen += 1
+            assert predicted >= measured - 0.05 * GIB, (f.name, name, measured / GIB, predicted / GIB)
+    assert seen >= 20
+
+
+def test_the_fp16_offload_guard_counts_a_full_fine_tunes_gradients_only():
+    spec = _llama_family_spec("m", SHAPE, "test")
+    guard = lambda **kw: fp16_offload_guard(job_for(_plan(grad_ckpt=True, **kw), spec, _box()))  # noqa: E731
+    full = guard(precision="fp16", stage=2, offload_optimizer="cpu")
+    assert full == pytest.approx(cal.FP16_OFFLOAD_GRADIENT_SHARE * 2 * spec.params_total, rel=1e-6)
+    assert guard(precision="bf16", stage=2, offload_optimizer="cpu") == 0
+    assert guard(precision="fp16", stage=2) == 0
+    assert 0 < guard(precision="fp16", stage=2, offload_optimizer="cpu", method="lora") < full / 100
+    b = estimate(_plan(grad_ckpt=True, precision="fp16", stage=2, offload_optimizer="cpu"), _box(), spec)
+    bf = estimate(_plan(grad_ckpt=True, precision="bf16", stage=2, offload_optimizer="cpu"), _box(), spec)
+    assert b.gpu_bytes - bf.gpu_bytes >= full
