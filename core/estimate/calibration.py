@@ -15,13 +15,13 @@ GIB = 2**30
 #: which plans get which). Measured piece by piece on the H200 (benchmarks/estimator/context.py,
 #: benchmarks/results/context-gpu-2026-12-02.json): the CUDA context 1.21 GiB, cuBLAS 0.06, attention
 #: kernels 0.02, an NCCL communicator 0.54; a DeepSpeed engine with one communicator 1.90 GiB, with two
-#: 2.28. Through zerotui's worker the committed rows read 1.89-1.94 GiB (one) and 2.275-2.279 (two).
+#: 2.28. Through zerotui's worker the committed rows read 1.88-1.94 GiB (one) and 2.275-2.32 (two).
 CUDA_CONTEXT_BYTES = int(1.94 * GIB)
-#: What a second NCCL communicator adds (0.38 GiB measured; 2.28 is the most any row through the worker read).
+#: What a second NCCL communicator adds (0.38 GiB measured on the bare engine; rows through the worker read 2.275-2.32 in all).
 SECOND_COMMUNICATOR_BYTES = int(2.28 * GIB) - CUDA_CONTEXT_BYTES
 
 #: The caching allocator's margin (core/estimate/margin.py names the sources and how they combine).
-#: Fitted by benchmarks/estimator/fit_margin.py on all 41 committed H200 rows with a measured reserved
+#: Fitted by benchmarks/estimator/fit_margin.py on all 46 committed H200 rows with a measured reserved
 #: peak (the seed and held-out scenarios, the sweeps' fresh-worker rows, the speed rows: reserved -
 #: allocated 0.44-9.10 GiB), by a grid over these five, scoring the total (allocated + margin + context)
 #: against NVML, safety first; judged out of sample by benchmarks/estimator/crossval_margin.py (each
