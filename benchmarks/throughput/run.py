@@ -9,6 +9,9 @@ on a shared machine drift by 10-20% between repeats)::
 Cases:
   a  ZeRO-2, bf16, micro-batch 4, sequence 1024
   b  the same with ZeRO-3 and optimizer + parameters offloaded to CPU
+  c  case a on documents of many lengths (median ~150 words, at most seq_len/2 words): zerotui packs them
+     (``packing: true``, no attention across documents), the Trainer pads each micro-batch to its longest
+     row, as its padding collators do; tokens/s counts real (non-padding) tokens on both sides
 
 Contenders, each in its own process:
   zerotui        the real worker under its supervisor (``zerotui.core.run.supervisor RUN --direct -- ... worker RUN``): events to events.jsonl, telemetry
@@ -36,12 +39,15 @@ from types import SimpleNamespace
 from typing import Any
 
 
-from .shapes import SHAPES, build_model_folder, write_text_data
+from .shapes import SHAPES, build_model_folder, write_text_data, write_varlen_data
 
 CASES: dict[str, dict[str, Any]] = {
     "a": dict(stage=2, offload_optimizer="none", offload_params="none"),
     "b": dict(stage=3, offload_optimizer="cpu", offload_params="cpu"),
+    "c": dict(stage=2, offload_optimizer="none", offload_params="none", packing=True),
 }
+#: Cases whose rows have many lengths (their own data file: shapes.write_varlen_data).
+VARLEN = {"c"}
 CONTENDERS = ("zerotui", "trainer", "zerotui-bare")
 
 
@@ -126,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="tiny shape, short, CPU-friendly: checks the harness")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="1.1b")
-    ap.add_argument("--case", action="append", choices=sorted(CASES), help="a and/or b (default both)")
+    ap.add_argument("--case", action="append", choices=sorted(CASES), help="a, b and/or c (default a and b)")
     ap.add_argument("--contender", action="append", choices=CONTENDERS, help="default: all three")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--kernels", choices=("none", "liger"), default="none",
@@ -151,13 +157,17 @@ def main(argv: list[str] | None = None) -> int:
     steps = a.log_interval * (a.windows + 1)
     data_file = write_text_data(work / "data.jsonl", rows=steps * a.micro_batch + 8,
                                 words_per_row=a.seq_len)  # ~2 tokens a word: always longer than seq_len
+    # enough documents for every step packed (a 1,024-token row holds ~3 of them)
+    varlen_file = write_varlen_data(work / "data-varlen.jsonl", rows=steps * a.micro_batch * 8 + 64,
+                                    median_words=max(8, a.seq_len // 7), max_words=a.seq_len // 2)
     results: list[dict[str, Any]] = []
     for case in cases:
         for rep in range(a.repeats):
             # Rotate the order each repeat so no contender always runs first (cold caches, turbo).
             order = contenders[rep % len(contenders):] + contenders[:rep % len(contenders)]
             for contender in order:
-                run_dir = make_run(work / f"{case}-{rep}-{contender}", model_dir, data_file, case, a)
+                data = varlen_file if case in VARLEN else data_file
+                run_dir = make_run(work / f"{case}-{rep}-{contender}", model_dir, data, case, a)
                 r = run_one(contender, run_dir, env, a.log_interval, a.timeout)
                 r.update(case=case, repeat=rep)
                 results.append(r)

@@ -52,3 +52,16 @@ def write_text_data(path: Path, rows: int, words_per_row: int, seed: int = 0) ->
         for _ in range(rows):
             fh.write(json.dumps({"text": " ".join(rng.choice(vocab) for _ in range(words_per_row))}) + "\n")
     return path
+
+
+def write_varlen_data(path: Path, rows: int, median_words: int, max_words: int, seed: int = 0) -> Path:
+    """Documents of many lengths, as instruction and chat data are: word counts log-normal around
+    ``median_words`` (sigma 0.8), at most ``max_words``, so rows are shorter than the sequence and a
+    micro-batch of them is padded (the Trainer) or packed (zerotui's ``packing: true``)."""
+    rng = random.Random(seed)
+    vocab = "alpha beta gamma delta epsilon zeta theta kappa lambda sigma omega river stone cloud".split()
+    with open(path, "w", encoding="utf-8") as fh:
+        for _ in range(rows):
+            n = max(8, min(max_words, int(rng.lognormvariate(0, 0.8) * median_words)))
+            fh.write(json.dumps({"text": " ".join(rng.choice(vocab) for _ in range(n))}) + "\n")
+    return path

@@ -6,6 +6,11 @@ Reads the run folder zerotui's side uses (plan.yaml for the batch shape and opti
 ds_config.json as DeepSpeed gets it), and feeds the Trainer exactly the sequences zerotui tokenised (the
 shared tokenised cache), all of length seq_len. Timing: every ``log_interval`` optimizer steps, after a
 device sync, like zerotui's own step events; the Trainer's own loss logging is off so it adds no syncs.
+
+A plan with ``packing: true`` (case c: documents of many lengths) is zerotui's side only: the Trainer gets
+the same documents unpacked, one a row, each micro-batch padded to its longest row (as its padding
+collators do). Tokens are counted as zerotui counts them, the real (non-padding) tokens of every forward
+(``attention_mask``'s sum, read on the device at the timing syncs).
 """
 from __future__ import annotations
 
@@ -38,20 +43,25 @@ def main() -> int:
     from zerotui.core.model.load import load_tokenizer
     from zerotui.core.plan.schema import load_plan
 
+    from zerotui.core.data.tokenise import collate
+
     plan = load_plan(run_dir / "plan.yaml")
     ds_config = json.loads((run_dir / "ds_config.json").read_text())
-    data = prepare_data(plan, load_tokenizer(plan))
+    data = prepare_data(plan.with_changes(packing=False), load_tokenizer(plan))
     train = data.train
 
     class Sequences(torch.utils.data.Dataset):
         def __len__(self) -> int:
             return len(train)
 
-        def __getitem__(self, i: int) -> dict:
-            ids, labels = train.example(i)
-            return {"input_ids": ids.long(), "labels": labels.long(), "attention_mask": torch.ones_like(ids).long()}
+        def __getitem__(self, i: int) -> tuple:
+            return train.example(i)
 
-    marks: list[tuple[int, float]] = []
+    def pad_to_longest(rows: list[tuple]) -> dict:
+        return collate(rows, data.pad_id, plan.seq_len)
+
+    marks: list[tuple[int, float, float]] = []  # (step, time, real tokens so far)
+    seen: list = []  # one device tensor: the real tokens of every forward so far (no sync per step)
     first_step: list[float] = []
     cuda = torch.cuda.is_available()
 
@@ -64,10 +74,19 @@ def main() -> int:
             if state.global_step % plan.log_interval == 0:
                 if cuda:
                     torch.cuda.synchronize()
-                marks.append((state.global_step, time.perf_counter()))
+                marks.append((state.global_step, time.perf_counter(), float(seen[0]) if seen else 0.0))
 
     model = AutoModelForCausalLM.from_pretrained(str(plan.model), dtype=torch.bfloat16,
                                                  attn_implementation="sdpa")
+
+    def count(_module, _args, kwargs):
+        n = kwargs["attention_mask"].sum()
+        if seen:
+            seen[0] += n
+        else:
+            seen.append(n.clone())
+
+    model.register_forward_pre_hook(count, with_kwargs=True)
     with tempfile.TemporaryDirectory() as tmp:
         args = TrainingArguments(
             output_dir=tmp, per_device_train_batch_size=plan.micro_batch,
@@ -79,10 +98,10 @@ def main() -> int:
             disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False, seed=plan.seed,
             use_cpu=not cuda, gradient_checkpointing=plan.grad_ckpt,
             use_liger_kernel=plan.kernels == "liger")  # the same Liger kernels zerotui's plan asks for
-        trainer = Trainer(model=model, args=args, train_dataset=Sequences(), callbacks=[Timer()])
+        trainer = Trainer(model=model, args=args, train_dataset=Sequences(), data_collator=pad_to_longest,
+                          callbacks=[Timer()])
         trainer.train()
-    tokens_per_step = plan.micro_batch * plan.grad_accum * plan.seq_len
-    rates = [(b[0], (b[0] - a[0]) * tokens_per_step / (b[1] - a[1])) for a, b in zip(marks, marks[1:])]
+    rates = [(b[0], (b[2] - a[2]) / (b[1] - a[1])) for a, b in zip(marks, marks[1:])]
     out.write_text(json.dumps({"process_start": t0, "first_step": first_step[0] if first_step else None,
                                "tokens_per_s": rates, "use_cache": bool(model.config.use_cache)}))
     import torch.distributed as dist
