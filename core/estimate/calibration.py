@@ -36,7 +36,7 @@ FRAGMENTATION_GRADIENT_SHARE = 0.25
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.
 #: Applies only without expandable segments (core/plan/allocator.py gives these plans expandable segments).
 ZERO3_LONG_SEQUENCE_TOKENS = allocator.LONG_SEQUENCE_TOKENS
-#: fp16 with the optimizer offloaded holds this share of the trainable 16-bit gradients on top of the sum.
+#: fp16 with the optimizer offloaded at ZeRO stage 1-2 holds this share of the trainable 16-bit gradients on top of the sum.
 #: Set from one held-out row (seed-scenarios-context-ho-2026-12-02: 1.1B full, fp16, ZeRO-2, optimizer on
 #: the CPU, 8 x 1,024: 1.46 GiB beyond the sum, 0.71 of its gradients); not checked on another.
 FP16_OFFLOAD_GRADIENT_SHARE = 0.75

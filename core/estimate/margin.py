@@ -39,9 +39,10 @@ A second guard, also set from one row: an fp16 full fine-tune with its optimizer
 held out for the CUDA-context rule, 2026-12-02) held 3.68 GiB beyond allocated where the sum gave 2.22,
 and the budget promised 12.5% too little; the same plan in bf16 on the estimator's sweeps (at 2,048
 tokens) held what the sum predicts. The extra 1.46 GiB is 0.71 of that run's 16-bit gradients, so fp16
-plans with the optimizer offloaded add 0.75 of their trainable gradient partition
-(``fp16_offload_guard``): LoRA's adapters make it negligible there (the 7B fp16 LoRA rows are unchanged).
-The cause in DeepSpeed's fp16 offload path was not found.
+plans with the optimizer offloaded at stage 1 or 2 (DeepSpeed's stage_1_and_2.py, the path measured) add
+0.75 of their trainable gradient partition (``fp16_offload_guard``): LoRA's adapters make it negligible
+(the 7B fp16 LoRA rows are unchanged). Stage 3 offloads through other code and has no fp16 row with large
+gradients, so it gets no guard. The cause in DeepSpeed's fp16 offload path was not found.
 
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
 of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
@@ -104,9 +105,10 @@ def margin_terms(src: dict[str, float]) -> dict[str, float]:
 
 
 def fp16_offload_guard(job) -> float:
-    """fp16 with a ZeRO optimizer on the CPU and its gradients: a share of the trainable 16-bit gradient
-    partition on top of the sum (the module docstring), else 0."""
-    if job.plan.precision != "fp16" or job.oo == "none" or job.stage == 0:
+    """fp16 with a stage 1-2 ZeRO optimizer on the CPU: a share of the trainable 16-bit gradient partition
+    on top of the sum (the module docstring), else 0. Stage 3 offloads through other code
+    (stage3.py) and was not measured in fp16 with large gradients: no guard there."""
+    if job.plan.precision != "fp16" or job.oo == "none" or job.stage not in (1, 2):
         return 0.0
     return cal.FP16_OFFLOAD_GRADIENT_SHARE * job.p * job.psit / job.N
 

@@ -90,6 +90,9 @@ def test_the_fp16_offload_guard_counts_a_full_fine_tunes_gradients_only():
     assert full == pytest.approx(cal.FP16_OFFLOAD_GRADIENT_SHARE * 2 * spec.params_total, rel=1e-6)
     assert guard(precision="bf16", stage=2, offload_optimizer="cpu") == 0
     assert guard(precision="fp16", stage=2) == 0
+    # stage 3 offloads through other code, with no fp16 row of large gradients measured: no guard
+    assert guard(precision="fp16", stage=3, offload_optimizer="cpu") == 0
+    assert guard(precision="fp16", stage=1, offload_optimizer="cpu") == full
     assert 0 < guard(precision="fp16", stage=2, offload_optimizer="cpu", method="lora") < full / 100
     b = estimate(_plan(grad_ckpt=True, precision="fp16", stage=2, offload_optimizer="cpu"), _box(), spec)
     bf = estimate(_plan(grad_ckpt=True, precision="bf16", stage=2, offload_optimizer="cpu"), _box(), spec)
