@@ -49,6 +49,8 @@ CASES: dict[str, dict[str, Any]] = {
 #: Cases whose rows have many lengths (their own data file: shapes.write_varlen_data).
 VARLEN = {"c"}
 CONTENDERS = ("zerotui", "trainer", "zerotui-bare")
+#: Run only when asked (--contender): the Trainer with transformers' packing collator (cases with VARLEN data).
+EXTRA_CONTENDERS = ("trainer-packed",)
 
 
 def make_run(root: Path, model_dir: Path, data_file: Path, case: str, a: argparse.Namespace) -> Path:
@@ -78,20 +80,23 @@ def _median_rate(pairs: list[tuple[int, float]], first_step: int) -> tuple[float
 
 def run_one(contender: str, run_dir: Path, env: dict, log_interval: int, timeout: float) -> dict[str, Any]:
     out = run_dir / f"{contender}.json"
-    mod = {"zerotui-bare": "benchmarks.throughput.engine_side", "trainer": "benchmarks.throughput.trainer_side"}
+    mod = {"zerotui-bare": "benchmarks.throughput.engine_side", "trainer": "benchmarks.throughput.trainer_side",
+           "trainer-packed": "benchmarks.throughput.trainer_side"}
     if contender == "zerotui":
         # The worker runs under its supervisor (the sole writer of run_finished), as `zerotui train` starts it.
         argv = [sys.executable, "-m", "zerotui.core.run.supervisor", str(run_dir), "--direct", "--",
                 sys.executable, "-m", "zerotui.core.run.worker", str(run_dir)]
     else:
         argv = [sys.executable, "-m", mod[contender], str(run_dir), str(out)]
+        if contender == "trainer-packed":
+            argv.append("--packed")
     started = time.time()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
     wall = time.time() - started
     (run_dir / f"{contender}.log").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         return {"contender": contender, "error": (proc.stderr or proc.stdout)[-1500:], "wall_s": wall}
-    if contender == "trainer":
+    if contender.startswith("trainer"):
         blob = json.loads(out.read_text())
         pairs = [tuple(p) for p in blob["tokens_per_s"]]
         to_first = (blob["first_step"] or started) - blob["process_start"]
@@ -133,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--dry-run", action="store_true", help="tiny shape, short, CPU-friendly: checks the harness")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="1.1b")
     ap.add_argument("--case", action="append", choices=sorted(CASES), help="a, b and/or c (default a and b)")
-    ap.add_argument("--contender", action="append", choices=CONTENDERS, help="default: all three")
+    ap.add_argument("--contender", action="append", choices=CONTENDERS + EXTRA_CONTENDERS,
+                    help="default: the first three (trainer-packed: case c's Trainer with a packing collator)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--kernels", choices=("none", "liger"), default="none",
                     help="Liger's fused kernels on both sides (zerotui's plan field; the Trainer's use_liger_kernel)")
@@ -188,7 +194,7 @@ def summarise(results: list[dict[str, Any]], cases: list[str]) -> dict[str, Any]
     summary: dict[str, Any] = {}
     for case in cases:
         med = {}
-        for c in CONTENDERS:
+        for c in CONTENDERS + EXTRA_CONTENDERS:
             vals = [r["tokens_per_s_median"] for r in results
                     if r["case"] == case and r["contender"] == c and "error" not in r]
             if vals:
@@ -196,6 +202,8 @@ def summarise(results: list[dict[str, Any]], cases: list[str]) -> dict[str, Any]
         s: dict[str, Any] = {"tokens_per_s_median": med}
         if "zerotui" in med and "trainer" in med:
             s["zerotui_vs_trainer"] = round(med["zerotui"] / med["trainer"], 3)
+        if "zerotui" in med and "trainer-packed" in med:
+            s["zerotui_vs_trainer_packed"] = round(med["zerotui"] / med["trainer-packed"], 3)
         if "zerotui" in med and "zerotui-bare" in med:
             s["event_telemetry_overhead"] = round(1 - med["zerotui"] / med["zerotui-bare"], 4)
         summary[case] = s

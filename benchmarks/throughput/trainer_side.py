@@ -1,6 +1,6 @@
 """The peer: the Hugging Face Trainer with the same DeepSpeed config, model folder and token sequences.
 
-    python -m benchmarks.throughput.trainer_side RUN_DIR OUT.json
+    python -m benchmarks.throughput.trainer_side RUN_DIR OUT.json [--packed]
 
 Reads the run folder zerotui's side uses (plan.yaml for the batch shape and optimizer numbers,
 ds_config.json as DeepSpeed gets it), and feeds the Trainer exactly the sequences zerotui tokenised (the
@@ -11,6 +11,11 @@ A plan with ``packing: true`` (case c: documents of many lengths) is zerotui's s
 the same documents unpacked, one a row, each micro-batch padded to its longest row (as its padding
 collators do). Tokens are counted as zerotui counts them, the real (non-padding) tokens of every forward
 (``attention_mask``'s sum, read on the device at the timing syncs).
+
+``--packed`` gives the Trainer transformers' own packing collator instead (``DataCollatorWithFlattening``:
+a micro-batch's documents joined into one row with per-document ``position_ids``, from which transformers
+builds a per-document mask), so case c also measures the Trainer as a user who packs runs it. Every token
+of such a row is real.
 """
 from __future__ import annotations
 
@@ -35,6 +40,7 @@ def _env() -> None:
 def main() -> int:
     t0 = time.time()
     run_dir, out = Path(sys.argv[1]), Path(sys.argv[2])
+    packed = "--packed" in sys.argv[3:]
     _env()
     import torch
     from transformers import AutoModelForCausalLM, Trainer, TrainerCallback, TrainingArguments
@@ -60,6 +66,16 @@ def main() -> int:
     def pad_to_longest(rows: list[tuple]) -> dict:
         return collate(rows, data.pad_id, plan.seq_len)
 
+    if packed:
+        from transformers import DataCollatorWithFlattening
+
+        flatten = DataCollatorWithFlattening(return_position_ids=True)
+
+        def collator(rows: list[tuple]) -> dict:
+            return flatten([{"input_ids": ids.tolist(), "labels": lab.tolist()} for ids, lab in rows])
+    else:
+        collator = pad_to_longest
+
     marks: list[tuple[int, float, float]] = []  # (step, time, real tokens so far)
     seen: list = []  # one device tensor: the real tokens of every forward so far (no sync per step)
     first_step: list[float] = []
@@ -80,13 +96,15 @@ def main() -> int:
                                                  attn_implementation="sdpa")
 
     def count(_module, _args, kwargs):
-        n = kwargs["attention_mask"].sum()
+        mask = kwargs.get("attention_mask")
+        n = mask.sum() if mask is not None else torch.tensor(kwargs["input_ids"].numel(), device=kwargs["input_ids"].device)
         if seen:
             seen[0] += n
         else:
             seen.append(n.clone())
 
     model.register_forward_pre_hook(count, with_kwargs=True)
+    model.config.use_cache = False  # no KV cache: transformers reads packed documents from position_ids only then
     with tempfile.TemporaryDirectory() as tmp:
         args = TrainingArguments(
             output_dir=tmp, per_device_train_batch_size=plan.micro_batch,
@@ -98,7 +116,7 @@ def main() -> int:
             disable_tqdm=True, dataloader_num_workers=0, remove_unused_columns=False, seed=plan.seed,
             use_cpu=not cuda, gradient_checkpointing=plan.grad_ckpt,
             use_liger_kernel=plan.kernels == "liger")  # the same Liger kernels zerotui's plan asks for
-        trainer = Trainer(model=model, args=args, train_dataset=Sequences(), data_collator=pad_to_longest,
+        trainer = Trainer(model=model, args=args, train_dataset=Sequences(), data_collator=collator,
                           callbacks=[Timer()])
         trainer.train()
     rates = [(b[0], (b[2] - a[2]) / (b[1] - a[1])) for a, b in zip(marks, marks[1:])]
