@@ -90,7 +90,8 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                log_interval=1), "seed"),  # the seed's ZeRO-3 at 4k tokens: ~1k tokens/s, 8k a step
     # Held out from the CUDA-context rule (core/estimate/cuda_context.py, 2026-12-02, set from the rows
     # above): each predicts one or two NCCL communicators for a plan no row had; estimates written down
-    # before they ran (docs/estimator.md, "The CUDA context").
+    # before they ran (docs/estimator.md, "The CUDA context"). The comments give the prediction; ho8
+    # measured two and ho10 one.
     "1b-full-ho7": ("1b", dict(method="full", precision="fp16", stage=2, offload_optimizer="cpu", kernels="none",
                                micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),  # two
     "1b-full-ho8": ("1b", dict(method="full", precision="fp16", stage=2, kernels="none", micro_batch=4, grad_accum=2,
