@@ -67,7 +67,8 @@ def estimates(rows: list[dict]) -> None:
         # Rows recorded before plans had `kernels` ran without Liger's kernels.
         plan = plan_from_dict({"kernels": "none", **r["plan"]})
         spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
-        b = estimate(plan, hw, spec)
+        # The sweeps ran on PyTorch's default allocator: estimate for that one (core/plan/allocator.py)
+        b = estimate(plan, hw, spec, env={"PYTORCH_CUDA_ALLOC_CONF": ""})
         r["estimate"] = b.to_dict()
         # Host RAM is scored on rows that started in a fresh worker process only: a reused worker's RSS
         # holds heap that earlier rows freed but glibc kept, and later rows grow into it (sweep 2

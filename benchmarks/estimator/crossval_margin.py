@@ -23,7 +23,7 @@ import sys
 
 import numpy as np
 
-from benchmarks.estimator.fit_margin import as_array, design, errors, fit, readable, shipped
+from benchmarks.estimator.fit_margin import as_array, design, errors, fit, group, readable, shipped
 from benchmarks.estimator.margin_rows import GIB, all_rows
 
 
@@ -33,15 +33,17 @@ def plan_key(r: dict) -> str:
     return json.dumps(plan, sort_keys=True, default=str) + str(r["job"].expandable)
 
 
-def crossval(rows: list[dict], overlap: bool = True) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
-    """Out-of-sample errors per row and the constants each held-out file's fit chose."""
+def crossval(rows: list[dict], overlap: bool = True,
+             expandable: bool = False) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+    """Out-of-sample errors per row and the constants each held-out file's fit chose (``rows``: one
+    allocator's, fit_margin.group)."""
     out = np.zeros(len(rows))
     chosen = {}
     for f in sorted({r["file"] for r in rows}):
         held = [i for i, r in enumerate(rows) if r["file"] == f]
         keys = {plan_key(rows[i]) for i in held}
         train = [r for r in rows if r["file"] != f and plan_key(r) not in keys]
-        c, _ = fit(train, overlap)
+        c, _ = fit(train, overlap, expandable)
         chosen[f] = c
         out[held] = errors(design([rows[i] for i in held]), as_array(c), overlap)[0]
     return out, chosen
@@ -60,12 +62,20 @@ def line(name: str, s: dict[str, float]) -> str:
 
 def main(argv: list[str]) -> int:
     overlap = "--sum" not in argv
-    rows = all_rows()
+    every = all_rows()
+    for expandable in (False, True):
+        rows = group(every, expandable)
+        report(rows, overlap, expandable)
+    return 0
+
+
+def report(rows: list[dict], overlap: bool, expandable: bool) -> None:
+    print("## expandable segments\n" if expandable else "## PyTorch's default allocator\n")
     d = design(rows)
-    c, _ = fit(rows, overlap)
+    c, _ = fit(rows, overlap, expandable)
     e_in = errors(d, as_array(c), overlap)[0]
     est_in = d["measured"] * (1 + e_in)
-    e_out, chosen = crossval(rows, overlap)
+    e_out, chosen = crossval(rows, overlap, expandable)
     est_out = d["measured"] * (1 + e_out)
     print("| row | file | estimate GiB | measured GiB | error in sample | estimate out of sample GiB | error out of sample |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -74,14 +84,15 @@ def main(argv: list[str]) -> int:
               f"{est_out[i] / GIB:.2f} | {e_out[i]:+.1%} |")
     print()
     print("loss and gather:", "the larger of the two (core/estimate/margin.py)" if overlap else "added")
+    mine = shipped(expandable)
     print("fitted on all rows:", json.dumps(readable(c)),
-          "(calibration.py holds these)" if c == shipped() else f"(calibration.py: {json.dumps(readable(shipped()))})")
+          "(calibration.py holds these)" if c == mine else f"(calibration.py: {json.dumps(readable(mine))})")
     for f, cf in chosen.items():
         print(f"  fitted without {f}: {json.dumps(readable(cf))}")
     print()
     print(line("in sample (fitted on all rows)", summary(e_in)))
     print(line("out of sample (leave one file out)", summary(e_out)))
-    return 0
+    print()
 
 
 if __name__ == "__main__":

@@ -35,6 +35,22 @@ CONSTANTS = {"base": ("FRAGMENTATION_BASE_BYTES", [int(x / 10 * GIB) for x in ra
 #: dangerous side, because rows it has not seen scatter around it.
 SAFE_UNDER = -0.02
 KEYS = list(CONSTANTS)
+#: With expandable segments: calibration.py's EXPANDABLE_* names, the loss share's grid reaching down to 0
+#: (the rows hold far less than on the default allocator).
+EXPANDABLE = {"base": ("EXPANDABLE_BASE_BYTES", CONSTANTS["base"][1]),
+              "loss": ("EXPANDABLE_LOSS_SHARE", [x / 20 for x in range(15)]),
+              "recompute": ("EXPANDABLE_RECOMPUTE_SHARE", CONSTANTS["recompute"][1]),
+              "gather": ("EXPANDABLE_GATHER_SHARE", CONSTANTS["gather"][1]),
+              "gradients": ("EXPANDABLE_GRADIENT_SHARE", CONSTANTS["gradients"][1])}
+
+
+def constants(expandable: bool) -> dict[str, tuple[str, list]]:
+    return EXPANDABLE if expandable else CONSTANTS
+
+
+def group(rows: list[dict], expandable: bool) -> list[dict]:
+    """The rows measured on one allocator: each allocator has its own constants."""
+    return [r for r in rows if r["job"].expandable is expandable]
 
 
 def design(rows: list[dict]) -> dict[str, np.ndarray]:
@@ -49,10 +65,11 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "measured": np.array([measured_total(r) for r in rows], dtype=float)}
 
 
-def grid() -> np.ndarray:
+def grid(expandable: bool = False) -> np.ndarray:
     # largest values first: where the rows leave a constant undecided (equal scores), argmin takes the
     # largest, the safe side
-    return np.array(list(itertools.product(*(sorted(g, reverse=True) for _, g in CONSTANTS.values()))), dtype=float)
+    return np.array(list(itertools.product(*(sorted(g, reverse=True) for _, g in constants(expandable).values()))),
+                    dtype=float)
 
 
 def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
@@ -80,16 +97,17 @@ def score(e: np.ndarray) -> np.ndarray:
     return 100 * short + 10 * cushion + outside + band
 
 
-def fit(rows: list[dict], overlap: bool = True) -> tuple[dict[str, float], float]:
-    candidates = grid()
+def fit(rows: list[dict], overlap: bool = True, expandable: bool = False) -> tuple[dict[str, float], float]:
+    """The constants for one allocator's rows (``group``)."""
+    candidates = grid(expandable)
     s = score(errors(design(rows), candidates, overlap))
     i = int(np.argmin(s))
     return dict(zip(CONSTANTS, candidates[i].tolist())), float(s[i])
 
 
-def shipped() -> dict[str, float]:
-    """The constants calibration.py holds now."""
-    return {k: float(getattr(cal, name)) for k, (name, _) in CONSTANTS.items()}
+def shipped(expandable: bool = False) -> dict[str, float]:
+    """The constants calibration.py holds now for one allocator."""
+    return {k: float(getattr(cal, name)) for k, (name, _) in constants(expandable).items()}
 
 
 def as_array(c: dict[str, float]) -> np.ndarray:
@@ -101,14 +119,17 @@ def readable(c: dict[str, float]) -> dict[str, float]:
 
 
 def main(argv: list[str]) -> int:
-    rows = all_rows()
-    c, s = fit(rows)
-    e = errors(design(rows), as_array(c))[0]
-    print("fitted on all", len(rows), "rows:", json.dumps(readable(c)), f"(score {s:.3f})")
-    print("in calibration.py:", json.dumps(readable(shipped())))
-    print(f"in sample: {e.min():+.1%} … {e.max():+.1%}, {int(((e < -0.03) | (e > 0.05)).sum())} outside [−3%, +5%]")
-    drift = np.abs(margins(design(rows), as_array(shipped()))[0] - [r["margin_est"] for r in rows]).max()
-    print(f"this module's margin with calibration.py's constants vs the estimator's: {drift:.0f} bytes apart at most")
+    every = all_rows()
+    for expandable in (False, True):
+        rows = group(every, expandable)
+        c, s = fit(rows, expandable=expandable)
+        e = errors(design(rows), as_array(c))[0]
+        print("expandable segments:" if expandable else "PyTorch's default allocator:")
+        print("  fitted on all", len(rows), "rows:", json.dumps(readable(c)), f"(score {s:.3f})")
+        print("  in calibration.py:", json.dumps(readable(shipped(expandable))))
+        print(f"  in sample: {e.min():+.1%} … {e.max():+.1%}, {int(((e < -0.03) | (e > 0.05)).sum())} outside [−3%, +5%]")
+        drift = np.abs(margins(design(rows), as_array(shipped(expandable)))[0] - [r["margin_est"] for r in rows]).max()
+        print(f"  this module's margin with calibration.py's constants vs the estimator's: {drift:.0f} bytes apart at most")
     return 0
 
 

@@ -100,18 +100,21 @@ def speed_rows() -> list[dict[str, Any]]:
             if not r.get("peak_reserved"):
                 continue
             shape = Path(r["plan"]["model"]).name.split("-")[-1]  # /dev/shm/zt-models/llama-1b
+            # benchmarks/speed's allocator A/B sets the run's PYTORCH_CUDA_ALLOC_CONF per contender
+            alloc = "expandable_segments:True" if r.get("vary") == "alloc" and r["value"] == "expandable" else ""
             key = (shape, r["plan"]["kernels"], r["plan"]["method"], r["plan"]["stage"], r["plan"]["micro_batch"],
-                   r["plan"]["seq_len"], r["plan"]["grad_ckpt"])
+                   r["plan"]["seq_len"], r["plan"]["grad_ckpt"], alloc)
             if key in seen:
                 continue
             seen.add(key)
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
-            out.append({"id": f"{r['job']} kernels {r['plan']['kernels']}", "source": "speed", "file": f.name,
+            label = f"{r['job']} {r['value']}" if r.get("vary") == "alloc" else f"{r['job']} kernels {r['plan']['kernels']}"
+            out.append({"id": label, "source": "speed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         # benchmarks/speed builds its model in the measuring process: NVML counts that
                         # process's context too (2.5-2.9 GiB over reserved), so it is not the run's own
                         "nvml": None, "nvml_with_builder": r["nvml_used_max"],
-                        **components(dict(r["plan"], data="sample"), spec)})
+                        **components(dict(r["plan"], data="sample"), spec, alloc)})
     return out
 
 

@@ -230,7 +230,9 @@ def main() -> int:
     models.mkdir(parents=True, exist_ok=True)
     data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else 1400)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
-                           "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {}}
+                           "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
+                           # the allocator the runs had when the command set one (margin_rows reads it)
+                           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
     for name in a.scenario:
         shape = SCENARIOS[name][0]
         folder = models / f"llama-{shape}"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -33,6 +34,9 @@ from typing import Any
 
 from benchmarks.seed_scenarios.run import ALL_LINEAR, _derive, _versions, build_model, measure, run_plan, write_data
 
+ALLOC_ENV = "PYTORCH_CUDA_ALLOC_CONF"
+#: An empty value is the user's choice of PyTorch's default (core/plan/allocator.py never overrides it).
+ALLOC_VALUES = {"default": "", "expandable": "expandable_segments:True"}
 JOBS: dict[str, dict[str, Any]] = {
     "1b-full": dict(shape="1b", fields=dict(method="full", precision="bf16", micro_batch=16, grad_accum=1,
                                             seq_len=1024), vary="kernels", values=["none", "auto"]),
@@ -44,6 +48,21 @@ JOBS: dict[str, dict[str, Any]] = {
     "1b-ckpt": dict(shape="1b", fields=dict(method="full", precision="bf16", micro_batch=16, grad_accum=1,
                                             seq_len=1024, save_interval=10, keep_checkpoints=1),
                     vary="save_background", values=[False, True]),
+    # The same plan (fit's pick under PyTorch's default allocator) with the default allocator and with
+    # expandable segments: the variable is the run's PYTORCH_CUDA_ALLOC_CONF, not a plan field.
+    "1b-alloc": dict(shape="1b", fields=dict(method="full", precision="bf16", micro_batch=16, grad_accum=1,
+                                             seq_len=1024), vary="alloc", values=["default", "expandable"]),
+    "7b-lora-alloc": dict(shape="7b", fields=dict(method="lora", precision="bf16", micro_batch=16, grad_accum=1,
+                                                  seq_len=1024), vary="alloc", values=["default", "expandable"]),
+    # Two seed plans (benchmarks/seed_scenarios/run.py's 1b-full-ho9 and 1b-qlora-ho10) run as written
+    # (pick "seed": no fit), default allocator against expandable segments.
+    "1b-z3-alloc": dict(shape="1b", fields=dict(method="full", precision="bf16", stage=3, kernels="none", micro_batch=8,
+                                                grad_accum=2, seq_len=1024, grad_ckpt=True),
+                        vary="alloc", values=["default", "expandable"], pick="seed"),
+    "1b-qlora-alloc": dict(shape="1b", fields=dict(method="qlora", precision="bf16", stage=2, kernels="none",
+                                                   lora_targets=ALL_LINEAR, micro_batch=8, grad_accum=2, seq_len=1024,
+                                                   grad_ckpt=True),
+                           vary="alloc", values=["default", "expandable"], pick="seed"),
     "tiny": dict(shape="tiny", fields=dict(method="full", precision="fp32", micro_batch=2, grad_accum=1,
                                            seq_len=128, save_interval=3, keep_checkpoints=1),
                  vary="kernels", values=["none", "auto"]),
@@ -61,8 +80,11 @@ def plan_for(job: str, value: Any, model_dir: Path, data: Path, steps: int, log_
                   max_steps=steps, log_interval=log_interval, save_interval=0, save_minutes=0, save_final=False,
                   eval_fraction=0.0, seed=1, gpu_mem_cap=cap or None)
     fields.update(spec["fields"])
-    fields[spec["vary"]] = value
+    if spec["vary"] != "alloc":
+        fields[spec["vary"]] = value
     plan = plan_from_dict(fields, fields["name"])
+    if spec.get("pick") == "seed":
+        return plan
     recs = recommend(plan, detect(probe_disks=False))
     if not recs:
         raise SystemExit(f"{job}: nothing fits")
@@ -103,7 +125,11 @@ def main() -> int:
             if a.only is not None:
                 values = [v for v in values if str(v) == a.only]
             for value in values:
+                if spec["vary"] == "alloc":  # one plan for both: picked for the default allocator
+                    os.environ[ALLOC_ENV] = ""
                 plan = plan_for(job, value, folder, data, a.steps, a.log_interval, cap)
+                if spec["vary"] == "alloc":
+                    os.environ[ALLOC_ENV] = ALLOC_VALUES[value]
                 runs = (a.runs_dir or work) / "runs"
                 runs.mkdir(parents=True, exist_ok=True)
                 run, t0, rc, tail = run_plan(plan, runs, a.timeout)
@@ -173,7 +199,8 @@ def _summary(rows: list[dict], values: list[Any]) -> dict[str, Any]:
         # Stalls of interval saves only: the last one of a run is the end's save, always in the foreground.
         stalls = [s for r in mine for s in (r.get("stalls_s") or [])[:-1] if s is not None]
         out[str(v)] = {"tokens_per_s": med("tokens_per_s"), "mfu_measured_peak": med("mfu_measured_peak"),
-                       "mfu_spec": med("mfu_spec"), "error_pct": med("error_pct"), "first_step_s": [r.get("first_step_s") for r in mine],
+                       "mfu_spec": med("mfu_spec"), "error_pct": med("error_pct"),
+                       "peak_reserved": med("peak_reserved"), "nvml_used_max": med("nvml_used_max"), "first_step_s": [r.get("first_step_s") for r in mine],
                        "interval_stall_s": statistics.median(stalls) if stalls else None,
                        "micro_batch": mine[0]["plan"]["micro_batch"] if mine else None,
                        "stage": mine[0]["plan"]["stage"] if mine else None}

@@ -31,6 +31,16 @@ FRAGMENTATION_LOSS_SHARE = 0.45
 FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
 FRAGMENTATION_GRADIENT_SHARE = 0.25
+#: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for full and LoRA
+#: plans since 2026-12-02), fitted the same way on the 12 rows measured with them (seed-scenarios-
+#: expandable-*, speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.11-4.04 GiB). The base and
+#: the recompute and gradient shares fall to (almost) nothing; the loss keeps its share, and stage 1-2
+#: keeps its first-step segment (margin.py).
+EXPANDABLE_BASE_BYTES = int(0.1 * GIB)
+EXPANDABLE_LOSS_SHARE = 0.45
+EXPANDABLE_RECOMPUTE_SHARE = 0.0
+EXPANDABLE_GATHER_SHARE = 1.0
+EXPANDABLE_GRADIENT_SHARE = 0.0
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.

@@ -140,7 +140,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
             g[name] = g.get(name, 0) + v
     allocated = sum(g.values())
     src = sources(job, g, lg, grads, recompute, step_transient)
-    terms = margin_terms(src)
+    terms = margin_terms(src, job.expandable)
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src)

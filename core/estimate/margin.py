@@ -44,9 +44,19 @@ plans with the optimizer offloaded at stage 1 or 2 (DeepSpeed's stage_1_and_2.py
 (the 7B fp16 LoRA rows are unchanged). Stage 3 offloads through other code and has no fp16 row with large
 gradients, so it gets no guard. The cause in DeepSpeed's fp16 offload path was not found.
 
+Expandable segments. zerotui runs full and LoRA plans with ``expandable_segments:True``
+(core/plan/allocator.py): segments grow in place, so a block freed at one size serves a request of
+another and most holes never form. The plans run that way (12 rows, 2026-12-02) held 0.11-1.55 GiB
+beyond allocated (4.04 on an fp16 ZeRO-2 row: its first-step copy) where the default allocator's held
+up to 8.1 GiB, and they get their own base and shares (calibration.py's EXPANDABLE_*: a 0.1 GiB base,
+the loss share, no recompute or gradient share).
+Two terms behave differently there: the first-step segment stays only at ZeRO stages 1-2 (an fp16
+ZeRO-2 row still grew by its 4.1 GiB copy; the bf16 ZeRO-0 and ZeRO-3 rows did not), and the fp16
+offload guard goes (its row's excess was the default allocator's holes: 3.68 -> 1.55 GiB).
+
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
 of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
-see it); docs/estimator.md has both.
+see it), one fit per allocator; docs/estimator.md has both.
 """
 from __future__ import annotations
 
@@ -66,8 +76,9 @@ def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float
 
 
 def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered: float) -> float:
-    """A new segment for the step's flat fp32 gradient copy, when no freed block can hold it."""
-    if not step_transient:
+    """A new segment for the step's flat fp32 gradient copy, when no freed block can hold it. With
+    expandable segments only ZeRO stages 1-2 keep it (module docstring, "Expandable segments")."""
+    if not step_transient or (job.expandable and job.stage not in (1, 2)):
         return 0.0
     if job.stage == 3:
         block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time
@@ -97,25 +108,33 @@ def combine(src: dict[str, float], base: float, loss: float, recompute: float, g
             "first step": src["first step"]}
 
 
-def margin_terms(src: dict[str, float]) -> dict[str, float]:
-    """The margin's parts with calibration.py's shares."""
-    return combine(src, float(cal.FRAGMENTATION_BASE_BYTES), cal.FRAGMENTATION_LOSS_SHARE,
-                   cal.FRAGMENTATION_RECOMPUTE_SHARE, cal.FRAGMENTATION_GATHER_SHARE,
-                   cal.FRAGMENTATION_GRADIENT_SHARE)
+def shares(expandable: bool) -> tuple[float, float, float, float, float]:
+    """calibration.py's base and four shares for the allocator the run has."""
+    if expandable:
+        return (float(cal.EXPANDABLE_BASE_BYTES), cal.EXPANDABLE_LOSS_SHARE, cal.EXPANDABLE_RECOMPUTE_SHARE,
+                cal.EXPANDABLE_GATHER_SHARE, cal.EXPANDABLE_GRADIENT_SHARE)
+    return (float(cal.FRAGMENTATION_BASE_BYTES), cal.FRAGMENTATION_LOSS_SHARE, cal.FRAGMENTATION_RECOMPUTE_SHARE,
+            cal.FRAGMENTATION_GATHER_SHARE, cal.FRAGMENTATION_GRADIENT_SHARE)
+
+
+def margin_terms(src: dict[str, float], expandable: bool = False) -> dict[str, float]:
+    """The margin's parts with calibration.py's shares for the run's allocator."""
+    return combine(src, *shares(expandable))
 
 
 def fp16_offload_guard(job) -> float:
-    """fp16 with a stage 1-2 ZeRO optimizer on the CPU: a share of the trainable 16-bit gradient partition
-    on top of the sum (the module docstring), else 0. Stage 3 offloads through other code
-    (stage3.py) and was not measured in fp16 with large gradients: no guard there."""
-    if job.plan.precision != "fp16" or job.oo == "none" or job.stage not in (1, 2):
+    """fp16 with a stage 1-2 ZeRO optimizer on the CPU, on PyTorch's default allocator: a share of the
+    trainable 16-bit gradient partition on top of the sum (the module docstring), else 0. Stage 3
+    offloads through other code (stage3.py) and was not measured in fp16 with large gradients: no guard
+    there."""
+    if job.plan.precision != "fp16" or job.oo == "none" or job.stage not in (1, 2) or job.expandable:
         return 0.0
     return cal.FP16_OFFLOAD_GRADIENT_SHARE * job.p * job.psit / job.N
 
 
 def zero3_long_sequence_floor(job, allocated: float, margin: float) -> float:
     """What raises ``margin`` to the ZeRO-3 long-sequence floor (the module docstring), else 0. A run
-    with expandable segments (zerotui's setting for exactly these plans) needs none."""
+    with expandable segments (zerotui's setting for these plans, whatever the method) needs none."""
     if job.stage != 3 or job.plan.seq_len <= cal.ZERO3_LONG_SEQUENCE_TOKENS or job.expandable:
         return 0.0
     return max(0.0, cal.ZERO3_LONG_SEQUENCE_MARGIN_SHARE * allocated - margin)

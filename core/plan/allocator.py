@@ -1,18 +1,26 @@
 """The PyTorch CUDA allocator setting a run gets (``PYTORCH_CUDA_ALLOC_CONF``), decided from the plan.
 
-ZeRO-3 with sequences longer than 2,048 tokens runs with ``expandable_segments:True``. Measured on the
-H200 under a 24 GiB cap (7B LoRA, fp16, ZeRO-3, optimizer on CPU, one 4,096-token sequence per
-micro-batch; benchmarks/results/seed-scenarios-ho6-alloc-*-2026-12-02.json), the same run in one command
-with and without it: NVML's peak 22.79 -> 19.76 GB, reserved 20.34 -> 17.31 GB, 1,486 -> 1,714 tokens/s.
-Without it the caching allocator held 26% of the allocation in blocks it could not reuse (the
-per-layer gathers and the long sequence's activations come in sizes that never line up); segments that
-grow in place leave no such holes. Other plans keep PyTorch's default: it is what every other committed
-measurement ran with, and the estimator's margins were fitted on it.
+Full and LoRA plans run with ``expandable_segments:True``: segments that grow in place instead of one
+``cudaMalloc`` per size, so blocks freed at one size serve requests of another and the cache holds far
+fewer holes. Measured on the H200 in one command each, the same plan with PyTorch's default allocator
+and with expandable segments (benchmarks/results/speed-alloc-*-2026-12-02.json):
+
+    1.1B full, bf16, ZeRO-0, 16 x 1,024, Liger (fit's pick)  reserved 42.91 -> 34.99 GiB   65.5k -> 64.0k tokens/s
+    1.1B full, bf16, ZeRO-3, 8 x 1,024, checkpointing        reserved 25.02 -> 22.79 GiB   13.1k, 11.2k -> 16.4k, 13.6k
+    1.1B QLoRA, bf16, ZeRO-2, 8 x 1,024, checkpointing       reserved  5.74 ->  5.68 GiB   21.7k -> 14.9k, 15.7k
+
+and, run again with it (seed-scenarios-expandable-*), reserved beyond allocated fell on every full and
+LoRA row: 3.68 -> 1.55 GiB (fp16, ZeRO-2, optimizer on CPU), 1.59 -> 1.20 (ZeRO-3, optimizer on CPU),
+0.82 -> 0.68 (LoRA, ZeRO-0), 4.14 -> 4.04 (fp16, ZeRO-2), 3.92 -> 1.10 (7B LoRA, ZeRO-3, 4,096 tokens).
+QLoRA gained nothing at 1.1B and lost ~30% of its speed in the alternating run (cause not traced), so
+QLoRA keeps PyTorch's default — except at ZeRO-3 beyond 2,048 tokens, where the default's holes were
+measured at 26% of the allocation (the estimator's floor).
 
 The worker sets it before torch first touches CUDA (core/run/worker.py), so every way of starting a
-rank gets it. A value the user set (even an empty one) is theirs and is never changed; the estimator
-reads the same environment (``expandable_in_effect``) so the budget describes the allocator the run
-will have.
+rank gets it; a spare worker starts with it (core/run/spare_worker.py) and so serves only the plans that
+want it (core/run/spare_claim.py). A value the user set (even an empty one) is theirs and is never
+changed; the estimator reads the same environment (``expandable_in_effect``) so the budget describes
+the allocator the run will have (core/estimate/margin.py has a margin for each).
 """
 from __future__ import annotations
 
@@ -24,15 +32,31 @@ ENV = "PYTORCH_CUDA_ALLOC_CONF"
 #: the user's choice, the first one wins.
 USER_ENVS = ("PYTORCH_ALLOC_CONF", ENV)
 EXPANDABLE = "expandable_segments:True"
-#: Beyond this many tokens per sequence a ZeRO-3 run gets expandable segments.
+#: Beyond this many tokens per sequence a ZeRO-3 run gets expandable segments whatever its method.
 LONG_SEQUENCE_TOKENS = 2048
 #: What worker.log says when zerotui set it.
-NOTE = (f"{ENV}={EXPANDABLE}: ZeRO-3 with sequences over {LONG_SEQUENCE_TOKENS} tokens fragments PyTorch's "
-        "default allocator (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
+NOTE = (f"{ENV}={EXPANDABLE}: PyTorch's default allocator leaves holes that hold GPU memory no tensor "
+        "uses (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
 
 
 def wants_expandable(plan: Any) -> bool:
-    return plan.stage == 3 and plan.seq_len > LONG_SEQUENCE_TOKENS
+    """Full and LoRA plans; QLoRA only at ZeRO-3 beyond LONG_SEQUENCE_TOKENS (the module docstring)."""
+    return plan.method != "qlora" or (plan.stage == 3 and plan.seq_len > LONG_SEQUENCE_TOKENS)
+
+
+def set_for_spare(env: MutableMapping[str, str]) -> bool:
+    """A spare worker's setting, before it imports torch: expandable segments unless the user set one
+    (the plans that do not want it start cold: spare_claim.claimable)."""
+    if user_set(env):
+        return False
+    env[ENV] = EXPANDABLE
+    return True
+
+
+def spare_serves(plan: Any, env: Mapping[str, str]) -> bool:
+    """Whether a spare started in ``env`` (set_for_spare) runs ``plan`` with the allocator a cold start
+    would give it."""
+    return user_set(env) or wants_expandable(plan)
 
 
 def effective_conf(plan: Any, env: Mapping[str, str]) -> str:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional
 
+from zerotui.core.plan import allocator
 from zerotui.core.run import spare as sp
 from zerotui.core.run.run_files import open_append
 
@@ -77,6 +78,8 @@ def _load_built_ops() -> list[str]:
 def main(folder: Path, run_worker: Callable[[list[str]], int],
          warm: Callable[[], list[str]] = warm_imports) -> int:
     started = time.monotonic()
+    # Before torch is imported: a spare's allocator is fixed from here on (core/plan/allocator.py).
+    allocator.set_for_spare(os.environ)
     failed = warm()
     note = f"; not imported: {', '.join(failed)}" if failed else ""
     print(f"zerotui spare worker: libraries imported in {time.monotonic() - started:.1f} s{note}", flush=True)

@@ -11,9 +11,13 @@ def _plan(**kw):
     return Plan(**{"model": "tiny", "data": "sample", "stage": 3, "seq_len": 4096, **kw})
 
 
-@pytest.mark.parametrize("kw, wanted", [({}, True), ({"seq_len": 2048}, False), ({"stage": 2}, False),
-                                        ({"stage": 0, "seq_len": 8192}, False), ({"seq_len": 2049}, True)])
-def test_expandable_segments_for_zero3_beyond_2048_tokens_only(kw, wanted):
+@pytest.mark.parametrize("kw, wanted", [
+    ({}, True), ({"stage": 2, "seq_len": 1024}, True), ({"method": "lora", "stage": 0}, True),  # full and LoRA
+    ({"method": "qlora", "stage": 2, "seq_len": 1024}, False),         # QLoRA keeps PyTorch's default ...
+    ({"method": "qlora", "stage": 3, "seq_len": 2048}, False),
+    ({"method": "qlora", "stage": 0, "seq_len": 8192}, False),
+    ({"method": "qlora", "stage": 3, "seq_len": 2049}, True)])          # ... but at ZeRO-3 beyond 2,048 tokens
+def test_expandable_segments_for_full_and_lora_and_long_zero3_qlora(kw, wanted):
     plan = _plan(**kw)
     assert allocator.wants_expandable(plan) is wanted
     assert allocator.effective_conf(plan, {}) == ("expandable_segments:True" if wanted else "")
@@ -56,6 +60,17 @@ def test_the_worker_sets_it_for_the_plan_and_says_so(tmp_path, monkeypatch):
     worker_mod.Worker._allocator(fake)
     assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ and said == []
     monkeypatch.delenv("PYTORCH_ALLOC_CONF")
-    fake.plan = _plan(stage=2)
+    fake.plan = _plan(method="qlora", stage=2)
     worker_mod.Worker._allocator(fake)
     assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ
+
+
+def test_a_spare_starts_with_expandable_segments_and_serves_only_the_plans_that_want_them():
+    env = {}
+    assert allocator.set_for_spare(env) is True and env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    launch = {}  # the launch's environment: the spare's before its worker added the setting
+    assert allocator.spare_serves(_plan(stage=2), launch) is True
+    assert allocator.spare_serves(_plan(method="qlora", stage=2), launch) is False  # would run on the wrong allocator
+    mine = {"PYTORCH_ALLOC_CONF": "max_split_size_mb:256"}  # the user's setting: the spare has it too
+    assert allocator.set_for_spare(dict(mine)) is False
+    assert allocator.spare_serves(_plan(method="qlora", stage=2), mine) is True
