@@ -44,13 +44,23 @@ def wants_expandable(plan: Any) -> bool:
     return plan.method != "qlora" or (plan.stage == 3 and plan.seq_len > LONG_SEQUENCE_TOKENS)
 
 
+#: Marks a setting a spare worker made (so the run it is handed says so in worker.log, as a cold start does).
+SPARE_MARK = "ZEROTUI_SPARE_ALLOCATOR"
+
+
 def set_for_spare(env: MutableMapping[str, str]) -> bool:
     """A spare worker's setting, before it imports torch: expandable segments unless the user set one
     (the plans that do not want it start cold: spare_claim.claimable)."""
     if user_set(env):
         return False
     env[ENV] = EXPANDABLE
+    env[SPARE_MARK] = "1"
     return True
+
+
+def set_by_spare(env: Mapping[str, str]) -> bool:
+    """Whether zerotui's own setting is in effect because a spare made it (not the user)."""
+    return env.get(SPARE_MARK) == "1" and env.get(ENV) == EXPANDABLE
 
 
 def spare_serves(plan: Any, env: Mapping[str, str]) -> bool:

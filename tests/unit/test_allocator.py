@@ -68,6 +68,8 @@ def test_the_worker_sets_it_for_the_plan_and_says_so(tmp_path, monkeypatch):
 def test_a_spare_starts_with_expandable_segments_and_serves_only_the_plans_that_want_them():
     env = {}
     assert allocator.set_for_spare(env) is True and env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    assert allocator.set_by_spare(env)  # the claimed run's worker.log says zerotui set it
+    assert not allocator.set_by_spare({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})  # the user did
     launch = {}  # the launch's environment: the spare's before its worker added the setting
     assert allocator.spare_serves(_plan(stage=2), launch) is True
     assert allocator.spare_serves(_plan(method="qlora", stage=2), launch) is False  # would run on the wrong allocator
