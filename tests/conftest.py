@@ -33,6 +33,11 @@ TIERS = ("unit", "deepspeed", "tui")
 # could otherwise take a neighbour's run, and each one imports for seconds on CI's few cores. The tests
 # of spares remove this and keep theirs in a cache folder of their own.
 os.environ["ZEROTUI_SPARE"] = "0"
+# The allocator setting decides every full and LoRA budget (core/plan/allocator.py): the tests and the
+# snapshots describe zerotui's own choice, not whatever the shell that runs them exported.
+ALLOCATOR_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "ZEROTUI_SET_ALLOCATOR")
+for _name in ALLOCATOR_VARS:
+    os.environ.pop(_name, None)
 #: Test processes at most (``-n auto`` in pyproject.toml): each DeepSpeed test trains real runs, with a
 #: supervisor and a worker of its own; more at once than this buys little and costs memory and ports.
 MAX_WORKERS = 4
@@ -60,6 +65,14 @@ def tmp_path() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
     except Exception:  # noqa: BLE001 - a test's monkeypatch of os may still be active: leave the folder
         pass
+
+
+@pytest.fixture(autouse=True)
+def _allocator_unset() -> Iterator[None]:
+    """What a test (or a worker run in the test process) sets for the allocator ends with it."""
+    yield
+    for name in ALLOCATOR_VARS:
+        os.environ.pop(name, None)
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ For every result file (each seed-scenario JSON, each sweep's raw JSONL, each spe
 constants are fitted (fit_margin.fit, the same grid and score that chose calibration.py's) on every other
 file's rows, and the held-out file's rows are predicted with them. A row whose plan (and allocator) was
 also measured in another file is left out of that fit too: results 7b-a and c re-ran the same three
-plans, ho-c and ho6-alloc-base the same ZeRO-3 row. Columns: the estimate with the constants fitted on
+plans, ho-c and ho6-alloc-base the same ZeRO-3 row, speed-alloc-seed two plans of context-ho and
+expandable-b (``plan_key``). Columns: the estimate with the constants fitted on
 all rows ("in sample": calibration.py's, which the script checks) and its error; the out-of-sample
 estimate and its error. Errors are
 (estimate − measured) / measured, the measured total being NVML's peak where the run was measured alone,
@@ -27,10 +28,19 @@ from benchmarks.estimator.fit_margin import as_array, design, errors, fit, group
 from benchmarks.estimator.margin_rows import GIB, all_rows
 
 
+#: Plan fields that do not change what a step holds: rows differing only in these (and in the model
+#: folder's path: the shape counts, by its parameter count) are one measurement repeated. A cap far above
+#: the peak changes nothing either (every committed capped row peaked below its cap).
+BOOKKEEPING = {"name", "model", "data", "max_steps", "log_interval", "gpu_mem_cap", "save_interval",
+               "save_minutes", "save_final", "keep_checkpoints", "eval_fraction", "eval_interval", "seed", "lr",
+               "warmup_steps", "lr_schedule", "save_background"}
+
+
 def plan_key(r: dict) -> str:
-    """Rows with the same plan (name aside) on the same allocator are the same measurement repeated."""
-    plan = {k: v for k, v in r["job"].plan.model_dump().items() if k != "name"}
-    return json.dumps(plan, sort_keys=True, default=str) + str(r["job"].expandable)
+    """Rows with the same plan (bookkeeping aside) on the same model shape and allocator are the same
+    measurement repeated: a held-out file's repeats elsewhere leave the fit too."""
+    plan = {k: v for k, v in r["job"].plan.model_dump().items() if k not in BOOKKEEPING}
+    return json.dumps([plan, r["job"].psi, r["job"].expandable], sort_keys=True, default=str)
 
 
 def crossval(rows: list[dict], overlap: bool = True,

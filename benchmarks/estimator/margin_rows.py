@@ -8,8 +8,10 @@ Three sources, each with the plan it ran and PyTorch's peaks as recorded:
     speed rows      benchmarks/results/speed-*.json (zerotui's worker, no cap), one row per distinct plan
 
 Each row names the result file it comes from ("file"): crossval_margin.py holds one file out at a time.
-A row is estimated for the allocator it ran with (the result's "alloc_conf"; PyTorch's default for every
-row recorded before core/plan/allocator.py, which is all but one).
+A row is estimated for the allocator it ran with: the row's "alloc_conf" where it has one (recorded since
+2026-12-02, when full and LoRA runs started getting expandable segments), else its file's (the command's
+own setting), else PyTorch's default — what every run before core/plan/allocator.py had. Speed rows of
+the allocator A/B without a recorded value are read from the contender's name.
 """
 from __future__ import annotations
 
@@ -43,8 +45,8 @@ def _seed_shape(name: str) -> dict[str, Any]:
 
 def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "") -> dict[str, Any]:
     """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
-    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (PyTorch's default for every row but the
-    one run with expandable segments), so the estimate is for the allocator that was measured."""
+    ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
+    is for the allocator that was measured."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
     job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf})
     states = gpu.model_states(job)
@@ -70,7 +72,7 @@ def seed_rows() -> list[dict[str, Any]]:
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": r.get("nvml_used_max") if clean else None,
-                        **components(plan, spec, data.get("alloc_conf", ""))})
+                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")))})
     return out
 
 
@@ -101,7 +103,7 @@ def speed_rows() -> list[dict[str, Any]]:
                 continue
             shape = Path(r["plan"]["model"]).name.split("-")[-1]  # /dev/shm/zt-models/llama-1b
             # benchmarks/speed's allocator A/B sets the run's PYTORCH_CUDA_ALLOC_CONF per contender
-            alloc = "expandable_segments:True" if r.get("vary") == "alloc" and r["value"] == "expandable" else ""
+            alloc = r.get("alloc_conf", "expandable_segments:True" if r.get("vary") == "alloc" and r["value"] == "expandable" else "")
             key = (shape, r["plan"]["kernels"], r["plan"]["method"], r["plan"]["stage"], r["plan"]["micro_batch"],
                    r["plan"]["seq_len"], r["plan"]["grad_ckpt"], alloc)
             if key in seen:

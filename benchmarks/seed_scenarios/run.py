@@ -220,6 +220,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
+    from zerotui.core.plan.allocator import effective_conf
     from zerotui.core.sizes import parse_size
 
     if a.dry_run:
@@ -231,7 +232,7 @@ def main() -> int:
     data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else 1400)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
                            "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
-                           # the allocator the runs had when the command set one (margin_rows reads it)
+                           # the command's own setting; each row has the one its run had
                            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
     for name in a.scenario:
         shape = SCENARIOS[name][0]
@@ -249,7 +250,8 @@ def main() -> int:
         runs = work / "runs"
         runs.mkdir(exist_ok=True)
         run, t0, rc, tail = run_plan(plan, runs, a.timeout)
-        row = {"plan": plan.to_dict(), "rc": rc, **measure(run, t0)}
+        # the allocator the run had: the command's setting, else zerotui's choice for the plan
+        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(plan, os.environ), **measure(run, t0)}
         if rc != 0:
             row["tail"] = tail
         _derive(row, shape, cap)

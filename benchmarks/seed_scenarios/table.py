@@ -38,9 +38,10 @@ def rows(files: list[str]) -> list[dict]:
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
             hw = stated_hardware(gpu_mem=141 * GIB, gpus=1, ram=128 * GIB)
             # Rows recorded before plans had `kernels` ran without Liger's kernels.
-            # The allocator setting the run had: the file's "alloc_conf" (the environment its command set),
-            # else PyTorch's default, which every run before core/plan/allocator.py had.
-            env = {"PYTORCH_CUDA_ALLOC_CONF": data.get("alloc_conf", "")}
+            # The allocator setting the run had: the row's "alloc_conf" (recorded since 2026-12-02), else the
+            # file's (the environment its command set), else PyTorch's default, which every run before
+            # core/plan/allocator.py had.
+            env = {"PYTORCH_CUDA_ALLOC_CONF": r.get("alloc_conf", data.get("alloc_conf", ""))}
             p = plan_from_dict({"kernels": "none", **plan})
             b = estimate(p, hw, spec, env=env)
             reserved = r.get("peak_reserved")

@@ -92,6 +92,8 @@ def plan_for(job: str, value: Any, model_dir: Path, data: Path, steps: int, log_
 
 
 def main() -> int:
+    from zerotui.core.plan.allocator import effective_conf
+
     ap = argparse.ArgumentParser()
     ap.add_argument("--job", action="append", default=[])
     ap.add_argument("--repeats", type=int, default=2)
@@ -125,15 +127,23 @@ def main() -> int:
             if a.only is not None:
                 values = [v for v in values if str(v) == a.only]
             for value in values:
+                outer = os.environ.get(ALLOC_ENV)
                 if spec["vary"] == "alloc":  # one plan for both: picked for the default allocator
                     os.environ[ALLOC_ENV] = ""
                 plan = plan_for(job, value, folder, data, a.steps, a.log_interval, cap)
                 if spec["vary"] == "alloc":
                     os.environ[ALLOC_ENV] = ALLOC_VALUES[value]
+                alloc_conf = effective_conf(plan, os.environ)  # what the run will have
                 runs = (a.runs_dir or work) / "runs"
                 runs.mkdir(parents=True, exist_ok=True)
-                run, t0, rc, tail = run_plan(plan, runs, a.timeout)
-                row = {"job": job, "vary": spec["vary"], "value": value, "repeat": rep, "rc": rc,
+                try:
+                    run, t0, rc, tail = run_plan(plan, runs, a.timeout)
+                finally:  # the next job gets the command's own setting (or zerotui's choice) again
+                    if outer is None:
+                        os.environ.pop(ALLOC_ENV, None)
+                    else:
+                        os.environ[ALLOC_ENV] = outer
+                row = {"job": job, "vary": spec["vary"], "value": value, "repeat": rep, "rc": rc, "alloc_conf": alloc_conf,
                        "plan": plan.to_dict(), **measure(run, t0), **_checkpoints(run), **_kernel_note(run),
                        "phases_s": _phases(run, t0), "windows": _windows(run)}
                 if rc != 0:

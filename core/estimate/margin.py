@@ -50,9 +50,11 @@ another and most holes never form. The plans run that way (12 rows, 2026-12-02) 
 beyond allocated (4.04 on an fp16 ZeRO-2 row: its first-step copy) where the default allocator's held
 up to 8.1 GiB, and they get their own base and shares (calibration.py's EXPANDABLE_*: a 0.1 GiB base,
 the loss share, no recompute or gradient share).
-Two terms behave differently there: the first-step segment stays only at ZeRO stages 1-2 (an fp16
-ZeRO-2 row still grew by its 4.1 GiB copy; the bf16 ZeRO-0 and ZeRO-3 rows did not), and the fp16
-offload guard goes (its row's excess was the default allocator's holes: 3.68 -> 1.55 GiB).
+Two terms behave differently there. The first-step segment goes for bf16 at ZeRO stage 0 or 3, the
+two rows that showed it gone, and stays everywhere else: an fp16 ZeRO-2 row still grew by its 4.1 GiB
+copy, and stage and precision are confounded in these rows (no fp16 ZeRO-0/3 or bf16 ZeRO-1/2 full
+fine-tune was run this way). The fp16 offload guard goes (its row's excess was the default allocator's
+holes: 3.68 -> 1.55 GiB).
 
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
 of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
@@ -77,8 +79,9 @@ def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float
 
 def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered: float) -> float:
     """A new segment for the step's flat fp32 gradient copy, when no freed block can hold it. With
-    expandable segments only ZeRO stages 1-2 keep it (module docstring, "Expandable segments")."""
-    if not step_transient or (job.expandable and job.stage not in (1, 2)):
+    expandable segments it goes where it was measured gone, bf16 at stage 0 or 3 (module docstring,
+    "Expandable segments")."""
+    if not step_transient or (job.expandable and job.plan.precision == "bf16" and job.stage in (0, 3)):
         return 0.0
     if job.stage == 3:
         block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time

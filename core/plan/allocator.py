@@ -32,6 +32,9 @@ ENV = "PYTORCH_CUDA_ALLOC_CONF"
 #: the user's choice, the first one wins.
 USER_ENVS = ("PYTORCH_ALLOC_CONF", ENV)
 EXPANDABLE = "expandable_segments:True"
+#: Set beside ENV when zerotui made the setting (a worker or a spare, in its own process), so that what
+#: the process estimates for other plans (an out-of-memory's advice) is not read as the user's choice.
+MARK = "ZEROTUI_SET_ALLOCATOR"
 #: Beyond this many tokens per sequence a ZeRO-3 run gets expandable segments whatever its method.
 LONG_SEQUENCE_TOKENS = 2048
 #: What worker.log says when zerotui set it.
@@ -44,49 +47,20 @@ def wants_expandable(plan: Any) -> bool:
     return plan.method != "qlora" or (plan.stage == 3 and plan.seq_len > LONG_SEQUENCE_TOKENS)
 
 
-#: Marks a setting a spare worker made (so the run it is handed says so in worker.log, as a cold start does).
-SPARE_MARK = "ZEROTUI_SPARE_ALLOCATOR"
+def _ours(env: Mapping[str, str]) -> bool:
+    return env.get(MARK) == "1" and env.get(ENV) == EXPANDABLE and "PYTORCH_ALLOC_CONF" not in env
 
 
-def set_for_spare(env: MutableMapping[str, str]) -> bool:
-    """A spare worker's setting, before it imports torch: expandable segments unless the user set one
-    (the plans that do not want it start cold: spare_claim.claimable)."""
-    if user_set(env):
-        return False
-    env[ENV] = EXPANDABLE
-    env[SPARE_MARK] = "1"
-    return True
-
-
-def set_by_spare(env: Mapping[str, str]) -> bool:
-    """Whether zerotui's own setting is in effect because a spare made it (not the user)."""
-    return env.get(SPARE_MARK) == "1" and env.get(ENV) == EXPANDABLE
-
-
-def spare_serves(plan: Any, env: Mapping[str, str]) -> bool:
-    """Whether a spare started in ``env`` (set_for_spare) runs ``plan`` with the allocator a cold start
-    would give it."""
-    return user_set(env) or wants_expandable(plan)
+def user_set(env: Mapping[str, str]) -> bool:
+    """Whether the user chose the allocator (zerotui's own setting in this process does not count)."""
+    return any(name in env for name in USER_ENVS) and not _ours(env)
 
 
 def effective_conf(plan: Any, env: Mapping[str, str]) -> str:
     """The value the run's processes will see: the user's when set, else ours, else '' (the default)."""
-    for name in USER_ENVS:
-        if name in env:
-            return env[name]
+    if user_set(env):
+        return next(env[name] for name in USER_ENVS if name in env)
     return EXPANDABLE if wants_expandable(plan) else ""
-
-
-def user_set(env: Mapping[str, str]) -> bool:
-    return any(name in env for name in USER_ENVS)
-
-
-def set_for(plan: Any, env: MutableMapping[str, str]) -> bool:
-    """Add zerotui's setting to ``env`` where the plan wants it and the user set none; True if it did."""
-    if user_set(env) or not wants_expandable(plan):
-        return False
-    env[ENV] = EXPANDABLE
-    return True
 
 
 def expandable_in_effect(plan: Any, env: Mapping[str, str]) -> bool:
@@ -94,3 +68,25 @@ def expandable_in_effect(plan: Any, env: Mapping[str, str]) -> bool:
     return "expandable_segments:True" in options
 
 
+def set_for(plan: Any, env: MutableMapping[str, str]) -> bool:
+    """Add zerotui's setting to ``env`` where the plan wants it and the user set none; True if it is
+    zerotui's (also when a spare of this process had already made it)."""
+    if user_set(env) or not wants_expandable(plan):
+        return False
+    env[ENV], env[MARK] = EXPANDABLE, "1"
+    return True
+
+
+def set_for_spare(env: MutableMapping[str, str]) -> bool:
+    """A spare worker's setting, before it imports torch: expandable segments unless the user set one
+    (the plans that do not want it start cold: ``spare_serves``)."""
+    if user_set(env):
+        return False
+    env[ENV], env[MARK] = EXPANDABLE, "1"
+    return True
+
+
+def spare_serves(plan: Any, env: Mapping[str, str]) -> bool:
+    """Whether a spare started from the launch environment ``env`` (set_for_spare) runs ``plan`` with the
+    allocator a cold start would give it."""
+    return user_set(env) or wants_expandable(plan)

@@ -183,7 +183,7 @@ class Worker:
 
     def _allocator(self) -> None:
         """PyTorch's allocator setting (core/plan/allocator.py), before torch is imported, on every rank."""
-        if allocator.set_for(self.plan, os.environ) or allocator.set_by_spare(os.environ):
+        if allocator.set_for(self.plan, os.environ):
             self.emit("log", message=allocator.NOTE)
 
     def _prefetch(self) -> None:

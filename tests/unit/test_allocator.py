@@ -30,7 +30,7 @@ def test_expandable_segments_for_full_and_lora_and_long_zero3_qlora(kw, wanted):
                                                ("garbage_collection_threshold:0.8, expandable_segments:True", True)])
 def test_a_users_own_setting_is_kept_and_read_for_every_plan(name, value, expandable):
     env = {name: value}
-    for plan in (_plan(), _plan(stage=2)):
+    for plan in (_plan(), _plan(method="qlora", stage=2)):  # one that wants expandable segments, one that does not
         assert allocator.effective_conf(plan, env) == value
         assert allocator.expandable_in_effect(plan, env) is expandable
         assert allocator.set_for(plan, dict(env)) is False
@@ -68,11 +68,28 @@ def test_the_worker_sets_it_for_the_plan_and_says_so(tmp_path, monkeypatch):
 def test_a_spare_starts_with_expandable_segments_and_serves_only_the_plans_that_want_them():
     env = {}
     assert allocator.set_for_spare(env) is True and env["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
-    assert allocator.set_by_spare(env)  # the claimed run's worker.log says zerotui set it
-    assert not allocator.set_by_spare({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})  # the user did
+    # zerotui's own setting is not the user's: the run a spare is handed says it set it (set_for is True),
+    # and what the process estimates for other plans follows each plan's own wish
+    assert not allocator.user_set(env) and allocator.set_for(_plan(stage=2), env) is True
+    assert allocator.effective_conf(_plan(method="qlora", stage=2), env) == ""
+    users = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # the same value, set by the user
+    assert allocator.user_set(users) and allocator.effective_conf(_plan(method="qlora", stage=2), users) == users["PYTORCH_CUDA_ALLOC_CONF"]
     launch = {}  # the launch's environment: the spare's before its worker added the setting
     assert allocator.spare_serves(_plan(stage=2), launch) is True
     assert allocator.spare_serves(_plan(method="qlora", stage=2), launch) is False  # would run on the wrong allocator
     mine = {"PYTORCH_ALLOC_CONF": "max_split_size_mb:256"}  # the user's setting: the spare has it too
     assert allocator.set_for_spare(dict(mine)) is False
     assert allocator.spare_serves(_plan(method="qlora", stage=2), mine) is True
+
+
+def test_a_spare_sets_it_before_importing_anything(tmp_path, monkeypatch):
+    """The allocator is fixed when CUDA is first used, which the spare's imports may do (bitsandbytes)."""
+    from zerotui.core.run import spare_worker
+
+    for name in ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", allocator.MARK):
+        monkeypatch.delenv(name, raising=False)
+    seen = []
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO(""))  # its supervisor ends it unclaimed
+    assert spare_worker.main(tmp_path, run_worker=lambda argv: 1,
+                             warm=lambda: seen.append(os.environ.get("PYTORCH_CUDA_ALLOC_CONF")) or []) == 0
+    assert seen == ["expandable_segments:True"]
