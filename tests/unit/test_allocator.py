@@ -93,3 +93,18 @@ def test_a_spare_sets_it_before_importing_anything(tmp_path, monkeypatch):
     assert spare_worker.main(tmp_path, run_worker=lambda argv: 1,
                              warm=lambda: seen.append(os.environ.get("PYTORCH_CUDA_ALLOC_CONF")) or []) == 0
     assert seen == ["expandable_segments:True"]
+
+
+def test_a_run_on_a_machine_without_a_gpu_gets_no_setting(monkeypatch):
+    from zerotui.core.hardware.types import GpuInfo, Hardware
+    from zerotui.core.run import worker as worker_mod
+
+    said = []
+    fake = type("W", (), {"plan": _plan(), "hardware": Hardware(gpus=[]),
+                          "emit": lambda self, kind, **f: said.append((kind, f))})()
+    worker_mod.Worker._allocator(fake)
+    assert "PYTORCH_CUDA_ALLOC_CONF" not in os.environ and said == []
+    fake.hardware = Hardware(gpus=[GpuInfo(index=0, name="g", total_bytes=2**34, free_bytes=2**34,
+                                           compute_capability=(9, 0), bf16=True)])
+    worker_mod.Worker._allocator(fake)
+    assert os.environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True" and len(said) == 1
