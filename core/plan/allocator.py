@@ -16,8 +16,8 @@ QLoRA gained nothing at 1.1B and lost ~30% of its speed in the alternating run (
 QLoRA keeps PyTorch's default — except at ZeRO-3 beyond 2,048 tokens, where the default's holes were
 measured at 26% of the allocation (the estimator's floor).
 
-The worker sets it before torch first touches CUDA (core/run/worker.py), so every way of starting a
-rank gets it; a spare worker starts with it (core/run/spare_worker.py) and so serves only the plans that
+The worker sets it before torch first touches CUDA (core/run/worker.py; not on a machine without a GPU),
+so every way of starting a rank gets it; a spare worker starts with it (core/run/spare_worker.py) and so serves only the plans that
 want it (core/run/spare_claim.py). A value the user set (even an empty one) is theirs and is never
 changed; the estimator reads the same environment (``expandable_in_effect``) so the budget describes
 the allocator the run will have (core/estimate/margin.py has a margin for each).
@@ -68,10 +68,11 @@ def expandable_in_effect(plan: Any, env: Mapping[str, str]) -> bool:
     return "expandable_segments:True" in options
 
 
-def set_for(plan: Any, env: MutableMapping[str, str]) -> bool:
+def set_for(plan: Any, env: MutableMapping[str, str], hardware: Any = None) -> bool:
     """Add zerotui's setting to ``env`` where the plan wants it and the user set none; True if it is
-    zerotui's (also when a spare of this process had already made it)."""
-    if user_set(env) or not wants_expandable(plan):
+    zerotui's (also when a spare of this process had already made it). A machine ``hardware`` shows to
+    have no GPU gets none: it would only add a line about GPU memory to the run's log."""
+    if (hardware is not None and not hardware.gpus) or user_set(env) or not wants_expandable(plan):
         return False
     env[ENV], env[MARK] = EXPANDABLE, "1"
     return True

@@ -182,12 +182,8 @@ class Worker:
             sys.stderr.flush()
 
     def _allocator(self) -> None:
-        """PyTorch's allocator setting (core/plan/allocator.py), before torch is imported, on every rank.
-        A machine known to have no GPU gets none: it would only add a line about GPU memory to its log."""
-        hardware = getattr(self, "hardware", None)
-        if hardware is not None and not hardware.gpus:
-            return
-        if allocator.set_for(self.plan, os.environ):
+        """PyTorch's allocator setting (core/plan/allocator.py), before torch is imported, on every rank."""
+        if allocator.set_for(self.plan, os.environ, getattr(self, "hardware", None)):
             self.emit("log", message=allocator.NOTE)
 
     def _prefetch(self) -> None:
