@@ -33,7 +33,7 @@ TIERS = ("unit", "deepspeed", "tui")
 # could otherwise take a neighbour's run, and each one imports for seconds on CI's few cores. The tests
 # of spares remove this and keep theirs in a cache folder of their own.
 os.environ["ZEROTUI_SPARE"] = "0"
-# The allocator setting decides every full and LoRA budget (core/plan/allocator.py): the tests and the
+# The allocator setting decides every GPU budget (core/plan/allocator.py): the tests and the
 # snapshots describe zerotui's own choice, not whatever the shell that runs them exported.
 ALLOCATOR_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF", "ZEROTUI_SET_ALLOCATOR")
 for _name in ALLOCATOR_VARS:

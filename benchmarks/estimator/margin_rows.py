@@ -9,7 +9,7 @@ Three sources, each with the plan it ran and PyTorch's peaks as recorded:
 
 Each row names the result file it comes from ("file"): crossval_margin.py holds one file out at a time.
 A row is estimated for the allocator it ran with: the row's "alloc_conf" where it has one (recorded since
-2026-12-02, when full and LoRA runs started getting expandable segments), else its file's (the command's
+2026-12-02, when full and LoRA runs started getting expandable segments; QLoRA later that day), else its file's (the command's
 own setting), else PyTorch's default — what every run before core/plan/allocator.py had. Speed rows of
 the allocator A/B without a recorded value are read from the contender's name.
 """
@@ -98,7 +98,8 @@ def sweep_rows() -> list[dict[str, Any]]:
 def speed_rows() -> list[dict[str, Any]]:
     out, seen = [], set()
     for f in sorted(RESULTS.glob("speed-*.json")):
-        for r in json.loads(f.read_text())["runs"]:
+        data = json.loads(f.read_text())
+        for r in data["runs"]:
             if not r.get("peak_reserved"):
                 continue
             shape = Path(r["plan"]["model"]).name.split("-")[-1]  # /dev/shm/zt-models/llama-1b
@@ -113,9 +114,10 @@ def speed_rows() -> list[dict[str, Any]]:
             label = f"{r['job']} {r['value']}" if r.get("vary") == "alloc" else f"{r['job']} kernels {r['plan']['kernels']}"
             out.append({"id": label, "source": "speed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
-                        # benchmarks/speed builds its model in the measuring process: NVML counts that
-                        # process's context too (2.5-2.9 GiB over reserved), so it is not the run's own
-                        "nvml": None, "nvml_with_builder": r["nvml_used_max"],
+                        # before "nvml_clean" benchmarks/speed built its model in the measuring process,
+                        # whose CUDA context (610 MiB) NVML counted too: not the run's own figure
+                        "nvml": r["nvml_used_max"] if data.get("nvml_clean") else None,
+                        "nvml_with_builder": None if data.get("nvml_clean") else r["nvml_used_max"],
                         **components(dict(r["plan"], data="sample"), spec, alloc)})
     return out
 

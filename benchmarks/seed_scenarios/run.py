@@ -136,6 +136,19 @@ def build_model(shape: str, folder: Path) -> dict[str, Any]:
     return {"built": True, "seconds": round(time.time() - t0, 1)}
 
 
+def build_model_apart(shape: str, folder: Path) -> dict[str, Any]:
+    """build_model in a child process. A CUDA context left in the harness would count in NVML's "used"
+    of every run after it: on the H200 the harness kept 610 MiB after a build (nvidia-smi's per-process
+    figures, benchmarks/results/speed-alloc-qlora-nvidia-smi-apps-2026-12-02.csv)."""
+    r = subprocess.run([sys.executable, "-c", "import json, sys; from pathlib import Path; "
+                        "from benchmarks.seed_scenarios.run import build_model; "
+                        "print(json.dumps(build_model(sys.argv[1], Path(sys.argv[2]))))", shape, str(folder)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        return {"error": r.stderr[-500:]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 def write_data(path: Path, rows: int = 4000, words: int = 1400) -> Path:
     import random
 
@@ -238,13 +251,7 @@ def main() -> int:
         shape = SCENARIOS[name][0]
         folder = models / f"llama-{shape}"
         if shape not in out["builds"]:
-            # In a child process: a CUDA context left in this one would count in NVML's figure of the
-            # runs that follow (seen: ~0.9 GiB more "used" than the run's own process holds).
-            r = subprocess.run([sys.executable, "-c", "import json, sys; from pathlib import Path; "
-                                "from benchmarks.seed_scenarios.run import build_model; "
-                                "print(json.dumps(build_model(sys.argv[1], Path(sys.argv[2]))))", shape, str(folder)],
-                               capture_output=True, text=True)
-            out["builds"][shape] = json.loads(r.stdout.strip().splitlines()[-1]) if r.returncode == 0 else {"error": r.stderr[-500:]}
+            out["builds"][shape] = build_model_apart(shape, folder)
             print(f"model {shape}: {out['builds'][shape]}", flush=True)
         plan = plan_for(name, folder, data, cap, a.steps, a.log_interval)
         runs = work / "runs"

@@ -12,6 +12,8 @@ Cases:
   c  case a on documents of many lengths (median ~150 words, at most seq_len/2 words): zerotui packs them
      (``packing: true``, no attention across documents), the Trainer pads each micro-batch to its longest
      row, as its padding collators do; tokens/s counts real (non-padding) tokens on both sides
+  d  case b (ZeRO-3, optimizer + parameters on CPU) on case c's documents, packed by zerotui, padded by the
+     Trainer
 
 Contenders, each in its own process:
   zerotui        the real worker under its supervisor (``zerotui.core.run.supervisor RUN --direct -- ... worker RUN``): events to events.jsonl, telemetry
@@ -45,9 +47,10 @@ CASES: dict[str, dict[str, Any]] = {
     "a": dict(stage=2, offload_optimizer="none", offload_params="none"),
     "b": dict(stage=3, offload_optimizer="cpu", offload_params="cpu"),
     "c": dict(stage=2, offload_optimizer="none", offload_params="none", packing=True),
+    "d": dict(stage=3, offload_optimizer="cpu", offload_params="cpu", packing=True),
 }
 #: Cases whose rows have many lengths (their own data file: shapes.write_varlen_data).
-VARLEN = {"c"}
+VARLEN = {"c", "d"}
 CONTENDERS = ("zerotui", "trainer", "zerotui-bare")
 #: Run only when asked (--contender): the Trainer with transformers' packing collator (cases with VARLEN data).
 EXTRA_CONTENDERS = ("trainer-packed",)
@@ -137,9 +140,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--dry-run", action="store_true", help="tiny shape, short, CPU-friendly: checks the harness")
     ap.add_argument("--shape", choices=sorted(SHAPES), default="1.1b")
-    ap.add_argument("--case", action="append", choices=sorted(CASES), help="a, b and/or c (default a and b)")
+    ap.add_argument("--case", action="append", choices=sorted(CASES), help="a, b, c and/or d (default a and b)")
     ap.add_argument("--contender", action="append", choices=CONTENDERS + EXTRA_CONTENDERS,
-                    help="default: the first three (trainer-packed: case c's Trainer with a packing collator)")
+                    help="default: the first three (trainer-packed: the Trainer with a packing collator, cases c and d)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--kernels", choices=("none", "liger"), default="none",
                     help="Liger's fused kernels on both sides (zerotui's plan field; the Trainer's use_liger_kernel)")

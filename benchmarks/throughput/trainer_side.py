@@ -7,7 +7,7 @@ ds_config.json as DeepSpeed gets it), and feeds the Trainer exactly the sequence
 shared tokenised cache), all of length seq_len. Timing: every ``log_interval`` optimizer steps, after a
 device sync, like zerotui's own step events; the Trainer's own loss logging is off so it adds no syncs.
 
-A plan with ``packing: true`` (case c: documents of many lengths) is zerotui's side only: the Trainer gets
+A plan with ``packing: true`` (cases c and d: documents of many lengths) is zerotui's side only: the Trainer gets
 the same documents unpacked, one a row, each micro-batch padded to its longest row (as its padding
 collators do). Tokens are counted as zerotui counts them, the real (non-padding) tokens of every forward
 (``attention_mask``'s sum, read on the device at the timing syncs).

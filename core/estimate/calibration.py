@@ -7,7 +7,6 @@ least portable part: docs/estimator.md says which ones to re-measure on another 
 """
 from __future__ import annotations
 
-from zerotui.core.plan import allocator
 
 GIB = 2**30
 
@@ -31,9 +30,10 @@ FRAGMENTATION_LOSS_SHARE = 0.45
 FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
 FRAGMENTATION_GRADIENT_SHARE = 0.25
-#: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for full and LoRA
-#: plans since 2026-12-02), fitted the same way on the 12 rows measured with them (seed-scenarios-
-#: expandable-*, speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.11-4.04 GiB). The base and
+#: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
+#: 2026-12-02), fitted the same way on the 13 rows measured with them (seed-scenarios-expandable-*,
+#: speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.11-4.04 GiB; the 13th, a 7B QLoRA pair's,
+#: left them where the first 12 put them). The base and
 #: the recompute and gradient shares fall to (almost) nothing; the loss keeps its share, and stage 1-2
 #: keeps its first-step segment (margin.py).
 EXPANDABLE_BASE_BYTES = int(0.1 * GIB)
@@ -44,8 +44,9 @@ EXPANDABLE_GRADIENT_SHARE = 0.0
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.
-#: Applies only without expandable segments (core/plan/allocator.py gives these plans expandable segments).
-ZERO3_LONG_SEQUENCE_TOKENS = allocator.LONG_SEQUENCE_TOKENS
+#: Applies only without expandable segments, i.e. where the user chose PyTorch's default allocator
+#: (core/plan/allocator.py gives every run expandable segments).
+ZERO3_LONG_SEQUENCE_TOKENS = 2048
 #: fp16 with the optimizer offloaded at ZeRO stage 1-2 holds this share of the trainable 16-bit gradients on top of the sum.
 #: Set from one held-out row (seed-scenarios-context-ho-2026-12-02: 1.1B full, fp16, ZeRO-2, optimizer on
 #: the CPU, 8 x 1,024: 1.46 GiB beyond the sum, 0.71 of its gradients); not checked on another.

@@ -44,9 +44,9 @@ plans with the optimizer offloaded at stage 1 or 2 (DeepSpeed's stage_1_and_2.py
 (the 7B fp16 LoRA rows are unchanged). Stage 3 offloads through other code and has no fp16 row with large
 gradients, so it gets no guard. The cause in DeepSpeed's fp16 offload path was not found.
 
-Expandable segments. zerotui runs full and LoRA plans with ``expandable_segments:True``
-(core/plan/allocator.py): segments grow in place, so a block freed at one size serves a request of
-another and most holes never form. The plans run that way (12 rows, 2026-12-02) held 0.11-1.55 GiB
+Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (core/plan/allocator.py;
+QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
+another and most holes never form. The plans run that way (13 rows, 2026-12-02) held 0.11-1.55 GiB
 beyond allocated (4.04 on an fp16 ZeRO-2 row: its first-step copy) where the default allocator's held
 up to 8.1 GiB, and they get their own base and shares (calibration.py's EXPANDABLE_*: a 0.1 GiB base,
 the loss share, no recompute or gradient share).

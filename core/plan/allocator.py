@@ -1,26 +1,26 @@
 """The PyTorch CUDA allocator setting a run gets (``PYTORCH_CUDA_ALLOC_CONF``), decided from the plan.
 
-Full and LoRA plans run with ``expandable_segments:True``: segments that grow in place instead of one
+Every run on a GPU gets ``expandable_segments:True``: segments that grow in place instead of one
 ``cudaMalloc`` per size, so blocks freed at one size serve requests of another and the cache holds far
 fewer holes. Measured on the H200 in one command each, the same plan with PyTorch's default allocator
-and with expandable segments (benchmarks/results/speed-alloc-*-2026-12-02.json):
+and with expandable segments, alternating (benchmarks/results/speed-alloc-*-2026-12-02.json):
 
     1.1B full, bf16, ZeRO-0, 16 x 1,024, Liger (fit's pick)  reserved 42.91 -> 34.99 GiB   65.5k -> 64.0k tokens/s
     1.1B full, bf16, ZeRO-3, 8 x 1,024, checkpointing        reserved 25.02 -> 22.79 GiB   13.1k, 11.2k -> 16.4k, 13.6k
-    1.1B QLoRA, bf16, ZeRO-2, 8 x 1,024, checkpointing       reserved  5.74 ->  5.68 GiB   21.7k -> 14.9k, 15.7k
+    7B QLoRA, bf16, ZeRO-0, 16 x 1,024, Liger (fit's pick)   reserved 13.70 -> 12.49 GiB   10.41k, 10.45k -> 10.41k, 10.46k
+    1.1B QLoRA, bf16, ZeRO-2, 8 x 1,024, checkpointing        reserved  5.74 ->  5.68 GiB   24.4k -> 23.9k, 23.2k
 
-and, run again with it (seed-scenarios-expandable-*), reserved beyond allocated fell on every full and
-LoRA row: 3.68 -> 1.55 GiB (fp16, ZeRO-2, optimizer on CPU), 1.59 -> 1.20 (ZeRO-3, optimizer on CPU),
-0.82 -> 0.68 (LoRA, ZeRO-0), 4.14 -> 4.04 (fp16, ZeRO-2), 3.92 -> 1.10 (7B LoRA, ZeRO-3, 4,096 tokens).
-QLoRA gained nothing at 1.1B and lost ~30% of its speed in the alternating run (cause not traced), so
-QLoRA keeps PyTorch's default — except at ZeRO-3 beyond 2,048 tokens, where the default's holes were
-measured at 26% of the allocation (the estimator's floor).
+and, run again with it (seed-scenarios-expandable-*), reserved beyond allocated fell on every row:
+3.68 -> 1.55 GiB (fp16, ZeRO-2, optimizer on CPU), 1.59 -> 1.20 (ZeRO-3, optimizer on CPU), 0.82 -> 0.68
+(LoRA, ZeRO-0), 4.14 -> 4.04 (fp16, ZeRO-2), 3.92 -> 1.10 (7B LoRA, ZeRO-3, 4,096 tokens), 1.73 -> 0.54
+(7B QLoRA). QLoRA kept the default until the 7B pairs: an earlier 1.1B pair had read ~30% slower with
+expandable segments (21.7k -> 14.9k, 15.7k), which the later pair above did not repeat.
 
 The worker sets it before torch first touches CUDA (core/run/worker.py; not on a machine without a GPU),
-so every way of starting a rank gets it; a spare worker starts with it (core/run/spare_worker.py) and so serves only the plans that
-want it (core/run/spare_claim.py). A value the user set (even an empty one) is theirs and is never
-changed; the estimator reads the same environment (``expandable_in_effect``) so the budget describes
-the allocator the run will have (core/estimate/margin.py has a margin for each).
+so every way of starting a rank gets it; a spare worker starts with it (core/run/spare_worker.py). A
+value the user set (even an empty one) is theirs and is never changed; the estimator reads the same
+environment (``expandable_in_effect``) so the budget describes the allocator the run will have
+(core/estimate/margin.py has a margin for each).
 """
 from __future__ import annotations
 
@@ -35,16 +35,15 @@ EXPANDABLE = "expandable_segments:True"
 #: Set beside ENV when zerotui made the setting (a worker or a spare, in its own process), so that what
 #: the process estimates for other plans (an out-of-memory's advice) is not read as the user's choice.
 MARK = "ZEROTUI_SET_ALLOCATOR"
-#: Beyond this many tokens per sequence a ZeRO-3 run gets expandable segments whatever its method.
-LONG_SEQUENCE_TOKENS = 2048
-#: What worker.log says when zerotui set it.
+#: What the run's log (a `log` event: the dashboard's Log tab) says when zerotui set it.
 NOTE = (f"{ENV}={EXPANDABLE}: PyTorch's default allocator leaves holes that hold GPU memory no tensor "
         "uses (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
 
 
 def wants_expandable(plan: Any) -> bool:
-    """Full and LoRA plans; QLoRA only at ZeRO-3 beyond LONG_SEQUENCE_TOKENS (the module docstring)."""
-    return plan.method != "qlora" or (plan.stage == 3 and plan.seq_len > LONG_SEQUENCE_TOKENS)
+    """Every plan since the QLoRA pairs of the module docstring; kept as the one place a plan that
+    should keep PyTorch's default would be named."""
+    return True
 
 
 def _ours(env: Mapping[str, str]) -> bool:
@@ -80,7 +79,7 @@ def set_for(plan: Any, env: MutableMapping[str, str], hardware: Any = None) -> b
 
 def set_for_spare(env: MutableMapping[str, str]) -> bool:
     """A spare worker's setting, before it imports torch: expandable segments unless the user set one
-    (the plans that do not want it start cold: ``spare_serves``)."""
+    (a plan that did not want them would start cold: ``spare_serves``)."""
     if user_set(env):
         return False
     env[ENV], env[MARK] = EXPANDABLE, "1"

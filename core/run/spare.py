@@ -18,8 +18,8 @@ A spare serves a launch only when it would behave exactly as a cold start:
   the claim arrives, and refuses if any changed (``code_fingerprint``);
 - one process (several ranks go through DeepSpeed's launcher, which starts its own workers), and the
   PyTorch allocator setting the spare already has (``core/plan/allocator.py``; it is read when CUDA is
-  first used, which importing bitsandbytes may do): the user's, else expandable segments, which full and
-  LoRA plans get and QLoRA plans do not.
+  first used, which importing bitsandbytes may do): the user's, else expandable segments, which every
+  plan gets.
 
 Otherwise — or when no spare answers within ``ACK_S`` — the launch starts cold, as it always has. A spare
 that nobody claims ends itself after ``ZEROTUI_SPARE_IDLE_S`` (default 15 min); ``ZEROTUI_SPARE=0`` turns

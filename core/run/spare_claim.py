@@ -22,8 +22,8 @@ from zerotui.core.safe_read import load_json, read_text
 
 def claimable(plan: Any, env: Mapping[str, str], several_processes: bool) -> bool:
     """Whether a launch of ``plan`` may use a spare at all (see the module docstring). A spare runs with
-    the allocator setting of its environment: the user's, else expandable segments — which is the
-    plan's too unless it is one that keeps PyTorch's default (core/plan/allocator.py)."""
+    the allocator setting of its environment: the user's, else expandable segments — which is every
+    plan's too (core/plan/allocator.py)."""
     if several_processes or not enabled(env):
         return False
     return allocator.spare_serves(plan, env)

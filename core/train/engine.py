@@ -155,6 +155,12 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     long_group = rank0_work_group(world)
     data = rank0_first(world, rank, lambda: prepare_data(plan, tokenizer, progress=phases.progress), long_group)
     note(data.report.summary())
+    if not data.train.packed:
+        from zerotui.core.data.padding import packing_hint
+
+        hint = packing_hint(data.train.lengths(), plan.micro_batch, plan.seq_len)
+        if hint:
+            note(hint)
     problems = data.report.problems()
     if problems:
         emit("alert", kind="data", message=problems,

@@ -3,6 +3,8 @@ run: every ZeRO stage, LoRA, control (pause, checkpoint, stop now), non-finite l
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -56,6 +58,9 @@ def test_each_zero_stage_trains_the_tiny_model(tmp_path, cache, name):
     evs = _check_learns(paths, 30)
     started = next(e for e in evs if e["type"] == "run_started")
     assert started["total_steps"] == 30 and started["world_size"] == 1 and started["resumed_from"] is None
+    # the sample's rows (~29 tokens) padded in micro-batches of 16: the log suggests packing, once
+    hints = [e["message"] for e in evs if e["type"] == "log" and "--packing" in e["message"]]
+    assert len(hints) == 1 and re.match(r"micro-batches of 16 rows are ~2\d% padding .*seq_len 128", hints[0]), hints
     evals = [e for e in evs if e["type"] == "eval"]
     assert [e["step"] for e in evals] == [10, 20, 30] and evals[-1]["loss"] < evals[0]["loss"]
     ckpts = [e for e in evs if e["type"] == "checkpoint"]

@@ -68,7 +68,7 @@ def _box() -> Hardware:
 
 
 def test_with_expandable_segments_every_row_is_within_the_target(rows):
-    """zerotui runs full and LoRA plans with expandable segments (core/plan/allocator.py): on every row
+    """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row
     measured that way the estimate is within [−3%, +5%] of the measured peak (in sample: the rows chose
     calibration.py's EXPANDABLE_* shares; docs/estimator.md has the out-of-sample figures)."""
     from benchmarks.estimator.fit_margin import group
