@@ -117,7 +117,6 @@ def speed_rows() -> list[dict[str, Any]]:
                         # before "nvml_clean" benchmarks/speed built its model in the measuring process,
                         # whose CUDA context (610 MiB) NVML counted too: not the run's own figure
                         "nvml": r["nvml_used_max"] if data.get("nvml_clean") else None,
-                        "nvml_with_builder": None if data.get("nvml_clean") else r["nvml_used_max"],
                         **components(dict(r["plan"], data="sample"), spec, alloc)})
     return out
 

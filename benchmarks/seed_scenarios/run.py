@@ -258,7 +258,7 @@ def main() -> int:
         runs.mkdir(exist_ok=True)
         run, t0, rc, tail = run_plan(plan, runs, a.timeout)
         # the allocator the run had: the command's setting, else zerotui's choice for the plan
-        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(plan, os.environ), **measure(run, t0)}
+        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ), **measure(run, t0)}
         if rc != 0:
             row["tail"] = tail
         _derive(row, shape, cap)

@@ -139,7 +139,7 @@ def main() -> int:
                 plan = plan_for(job, value, folder, data, a.steps, a.log_interval, cap)
                 if spec["vary"] == "alloc":
                     os.environ[ALLOC_ENV] = ALLOC_VALUES[value]
-                alloc_conf = effective_conf(plan, os.environ)  # what the run will have
+                alloc_conf = effective_conf(os.environ)  # what the run will have
                 runs = (a.runs_dir or work) / "runs"
                 runs.mkdir(parents=True, exist_ok=True)
                 try:

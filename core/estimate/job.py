@@ -85,7 +85,7 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str,
                buckets=bucket_sizes(plan, spec), quant_numel=sum(n * c for n, c in quantised),
                quant_largest=max((n for n, _ in quantised), default=0),
                liger=fused.liger, fused_ce=fused.fused_ce,
-               expandable=allocator.expandable_in_effect(plan, os.environ if env is None else env))
+               expandable=allocator.expandable_in_effect(os.environ if env is None else env))
 
 
 def quant_bytes_per_weight(plan: Any) -> float:

@@ -17,8 +17,8 @@ and, run again with it (seed-scenarios-expandable-*), reserved beyond allocated 
 expandable segments (21.7k -> 14.9k, 15.7k), which the later pair above did not repeat.
 
 The worker sets it before torch first touches CUDA (core/run/worker.py; not on a machine without a GPU),
-so every way of starting a rank gets it; a spare worker starts with it (core/run/spare_worker.py). A
-value the user set (even an empty one) is theirs and is never changed; the estimator reads the same
+so every way of starting a rank gets it; a spare worker starts with it (core/run/spare_worker.py), so
+it serves every launch. A value the user set (even an empty one) is theirs and is never changed; the estimator reads the same
 environment (``expandable_in_effect``) so the budget describes the allocator the run will have
 (core/estimate/margin.py has a margin for each).
 """
@@ -32,18 +32,12 @@ ENV = "PYTORCH_CUDA_ALLOC_CONF"
 #: the user's choice, the first one wins.
 USER_ENVS = ("PYTORCH_ALLOC_CONF", ENV)
 EXPANDABLE = "expandable_segments:True"
-#: Set beside ENV when zerotui made the setting (a worker or a spare, in its own process), so that what
-#: the process estimates for other plans (an out-of-memory's advice) is not read as the user's choice.
+#: Set beside ENV when zerotui made the setting (a worker or a spare, in its own process), so that a
+#: worker a spare became still knows the setting is zerotui's (and says so in the run's log), not the user's.
 MARK = "ZEROTUI_SET_ALLOCATOR"
 #: What the run's log (a `log` event: the dashboard's Log tab) says when zerotui set it.
 NOTE = (f"{ENV}={EXPANDABLE}: PyTorch's default allocator leaves holes that hold GPU memory no tensor "
         "uses (set PYTORCH_ALLOC_CONF or PYTORCH_CUDA_ALLOC_CONF to override)")
-
-
-def wants_expandable(plan: Any) -> bool:
-    """Every plan since the QLoRA pairs of the module docstring; kept as the one place a plan that
-    should keep PyTorch's default would be named."""
-    return True
 
 
 def _ours(env: Mapping[str, str]) -> bool:
@@ -55,38 +49,24 @@ def user_set(env: Mapping[str, str]) -> bool:
     return any(name in env for name in USER_ENVS) and not _ours(env)
 
 
-def effective_conf(plan: Any, env: Mapping[str, str]) -> str:
-    """The value the run's processes will see: the user's when set, else ours, else '' (the default)."""
+def effective_conf(env: Mapping[str, str]) -> str:
+    """The value a run started from ``env`` will see: the user's when set, else zerotui's."""
     if user_set(env):
         return next(env[name] for name in USER_ENVS if name in env)
-    return EXPANDABLE if wants_expandable(plan) else ""
+    return EXPANDABLE
 
 
-def expandable_in_effect(plan: Any, env: Mapping[str, str]) -> bool:
-    options = [o.strip().replace(" ", "") for o in effective_conf(plan, env).split(",")]
+def expandable_in_effect(env: Mapping[str, str]) -> bool:
+    options = [o.strip().replace(" ", "") for o in effective_conf(env).split(",")]
     return "expandable_segments:True" in options
 
 
-def set_for(plan: Any, env: MutableMapping[str, str], hardware: Any = None) -> bool:
-    """Add zerotui's setting to ``env`` where the plan wants it and the user set none; True if it is
-    zerotui's (also when a spare of this process had already made it). A machine ``hardware`` shows to
-    have no GPU gets none: it would only add a line about GPU memory to the run's log."""
-    if (hardware is not None and not hardware.gpus) or user_set(env) or not wants_expandable(plan):
+def set_for(env: MutableMapping[str, str], hardware: Any = None) -> bool:
+    """Add zerotui's setting to ``env`` unless the user set one; True if it is zerotui's (also when a
+    spare of this process had already made it). A worker on a machine ``hardware`` shows to have no GPU
+    gets none: it would only add a line about GPU memory to the run's log. A spare calls it before it
+    imports torch, without ``hardware``, so it serves every launch from its environment."""
+    if (hardware is not None and not hardware.gpus) or user_set(env):
         return False
     env[ENV], env[MARK] = EXPANDABLE, "1"
     return True
-
-
-def set_for_spare(env: MutableMapping[str, str]) -> bool:
-    """A spare worker's setting, before it imports torch: expandable segments unless the user set one
-    (a plan that did not want them would start cold: ``spare_serves``)."""
-    if user_set(env):
-        return False
-    env[ENV], env[MARK] = EXPANDABLE, "1"
-    return True
-
-
-def spare_serves(plan: Any, env: Mapping[str, str]) -> bool:
-    """Whether a spare started from the launch environment ``env`` (set_for_spare) runs ``plan`` with the
-    allocator a cold start would give it."""
-    return user_set(env) or wants_expandable(plan)

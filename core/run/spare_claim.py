@@ -11,22 +11,19 @@ import shutil
 import signal
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional
+from typing import Callable, Mapping, Optional
 
-from zerotui.core.plan import allocator
 from zerotui.core.run.folder import pid_alive
 from zerotui.core.run.spare import (ACK, ACK_S, CLAIM_BYTES, FIFO, Spare, cmdline, enabled, env_key, list_spares,
                                     try_lock)
 from zerotui.core.safe_read import load_json, read_text
 
 
-def claimable(plan: Any, env: Mapping[str, str], several_processes: bool) -> bool:
-    """Whether a launch of ``plan`` may use a spare at all (see the module docstring). A spare runs with
-    the allocator setting of its environment: the user's, else expandable segments — which is every
-    plan's too (core/plan/allocator.py)."""
-    if several_processes or not enabled(env):
-        return False
-    return allocator.spare_serves(plan, env)
+def claimable(env: Mapping[str, str], several_processes: bool) -> bool:
+    """Whether a launch from ``env`` may use a spare at all (see the module docstring). A spare runs with
+    the allocator setting of its environment, the user's or else zerotui's, which is what a cold start
+    of any plan would get (core/plan/allocator.py)."""
+    return not several_processes and enabled(env)
 
 
 def claim(run_root: Path, env: Mapping[str, str], resume: bool, launched: float,

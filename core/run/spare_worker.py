@@ -79,7 +79,7 @@ def main(folder: Path, run_worker: Callable[[list[str]], int],
          warm: Callable[[], list[str]] = warm_imports) -> int:
     started = time.monotonic()
     # Before torch is imported: a spare's allocator is fixed from here on (core/plan/allocator.py).
-    allocator.set_for_spare(os.environ)
+    allocator.set_for(os.environ)
     failed = warm()
     note = f"; not imported: {', '.join(failed)}" if failed else ""
     print(f"zerotui spare worker: libraries imported in {time.monotonic() - started:.1f} s{note}", flush=True)

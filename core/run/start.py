@@ -165,7 +165,7 @@ def _launch(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> Ru
         write_status(paths, state="starting", launched=launched, heartbeat=launched, resumed=resume,
                      started=started or launched)
         pid = None
-        if spare_claim.claimable(plan, env, uses_launcher(plan, hardware)):
+        if spare_claim.claimable(env, uses_launcher(plan, hardware)):
             pid = spare_claim.claim(paths.root, env, resume, launched,  # libraries imported already
                               note=lambda line: (log.write(f"{line}\n".encode()), log.flush()))
         if pid is None:

@@ -183,7 +183,7 @@ class Worker:
 
     def _allocator(self) -> None:
         """PyTorch's allocator setting (core/plan/allocator.py), before torch is imported, on every rank."""
-        if allocator.set_for(self.plan, os.environ, getattr(self, "hardware", None)):
+        if allocator.set_for(os.environ, getattr(self, "hardware", None)):
             self.emit("log", message=allocator.NOTE)
 
     def _prefetch(self) -> None:

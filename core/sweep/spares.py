@@ -39,7 +39,7 @@ class SweepSpare:
         trials train where the spare's imports do not slow them."""
         if self.gpu_count == 0 and not sp.forced():
             return False
-        return spare_claim.claimable(plan, sp.worker_env(), launcher_needed(plan, self.gpu_count))
+        return spare_claim.claimable(sp.worker_env(), launcher_needed(plan, self.gpu_count))
 
     def keep_ready(self, plan: Plan) -> None:
         """Have a spare up for the next trial of ``plan``'s shape (one per environment: a live one serves,
