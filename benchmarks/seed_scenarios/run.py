@@ -102,6 +102,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                  micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),  # two
     "1b-lora-ho11": ("1b", dict(method="lora", precision="fp16", stage=0, kernels="none", micro_batch=8, grad_accum=2,
                                 seq_len=1024, grad_ckpt=False), "seed"),  # one
+    # Held out from the expandable-segments margin (calibration.py's EXPANDABLE_*, fitted 2026-12-02 on 13
+    # rows): plans of a kind none of those rows had. Their estimates are the ones committed before they ran.
+    "1b-full-ho12": ("1b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=8, grad_accum=2,
+                                seq_len=1024, grad_ckpt=True), "seed"),  # ZeRO-1, Liger's fused loss
+    "1b-full-ho13": ("1b", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2, grad_accum=4,
+                                seq_len=2048, grad_ckpt=False), "seed"),  # bf16 ZeRO-2, no offload, no recompute
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
