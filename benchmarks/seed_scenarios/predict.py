@@ -1,0 +1,46 @@
+"""Write down the estimate for seed scenarios before they run on the GPU machine, so a result can be
+judged against a prediction it could not have shaped. Runs anywhere (config-only model folders, a stated
+GPU); the allocator is the one this process's PYTORCH_CUDA_ALLOC_CONF gives.
+
+    PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True python -m benchmarks.seed_scenarios.predict \
+        --gpu-mem 140GiB 40GiB:1b-full-ho5,1b-full-ho12 24GiB:7b-lora-ho1
+"""
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+from benchmarks.seed_scenarios.run import SCENARIOS, SHAPES, plan_for
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("groups", nargs="+", help="CAP:SCENARIO[,SCENARIO...]")
+    ap.add_argument("--gpu-mem", default="140GiB", help="the GPU the runs will have (its memory)")
+    ap.add_argument("--ram", default="128GiB")
+    a = ap.parse_args()
+    from transformers import LlamaConfig
+
+    from zerotui.core.estimate.budget import estimate
+    from zerotui.core.hardware.detect import stated_hardware
+    from zerotui.core.sizes import parse_size
+
+    hw = stated_hardware(gpu_mem=a.gpu_mem, gpus=1, ram=a.ram)
+    work = Path(tempfile.mkdtemp(prefix="zt-predict-"))
+    data = work / "data.jsonl"
+    data.write_text('{"text": "config only"}\n')
+    for group in a.groups:
+        cap, names = group.split(":", 1)
+        for name in names.split(","):
+            shape = SCENARIOS[name][0]
+            folder = work / shape
+            if not folder.exists():
+                LlamaConfig(**SHAPES[shape], torch_dtype="bfloat16").save_pretrained(folder)
+            b = estimate(plan_for(name, folder, data, parse_size(cap), 4, 1), hw)
+            print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
