@@ -20,26 +20,29 @@ CUDA_CONTEXT_BYTES = int(1.94 * GIB)
 SECOND_COMMUNICATOR_BYTES = int(2.28 * GIB) - CUDA_CONTEXT_BYTES
 
 #: The caching allocator's margin (core/estimate/margin.py names the sources and how they combine).
-#: Fitted by benchmarks/estimator/fit_margin.py on all 46 committed H200 rows with a measured reserved
-#: peak (the seed and held-out scenarios, the sweeps' fresh-worker rows, the speed rows: reserved -
-#: allocated 0.44-9.10 GiB), by a grid over these five, scoring the total (allocated + margin + context)
-#: against NVML, safety first; judged out of sample by benchmarks/estimator/crossval_margin.py (each
-#: result file predicted by a fit on the others: benchmarks/results/estimator-crossval-2026-12-02.txt).
-FRAGMENTATION_BASE_BYTES = int(0.8 * GIB)
-FRAGMENTATION_LOSS_SHARE = 0.45
-FRAGMENTATION_RECOMPUTE_SHARE = 0.1
+#: Fitted by benchmarks/estimator/fit_margin.py on all 48 committed H200 rows run on PyTorch's default
+#: allocator with a measured reserved peak (the seed and held-out scenarios, the sweeps' fresh-worker
+#: rows, the speed rows: reserved - allocated 0.44-9.10 GiB), by a grid over these five, scoring the total
+#: (allocated + margin + context) against NVML, safety first; judged out of sample by
+#: benchmarks/estimator/crossval_margin.py (each result file predicted by a fit on the others:
+#: benchmarks/results/estimator-crossval-2026-12-03.txt). Refitted 2026-12-03 when ZeRO stages 1-2 got a
+#: second communicator in the CUDA context (cuda_context.py).
+FRAGMENTATION_BASE_BYTES = int(0.5 * GIB)
+FRAGMENTATION_LOSS_SHARE = 0.4
+FRAGMENTATION_RECOMPUTE_SHARE = 0.2
 FRAGMENTATION_GATHER_SHARE = 1.0
-FRAGMENTATION_GRADIENT_SHARE = 0.25
+FRAGMENTATION_GRADIENT_SHARE = 0.5
 #: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
-#: 2026-12-02), fitted the same way on the 23 rows measured with them (seed-scenarios-expandable-*,
+#: 2026-12-02), fitted the same way on the 26 rows measured with them (seed-scenarios-expandable-*,
 #: speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.07-4.04 GiB). The first 13 gave a 0.1 GiB
-#: base, loss 0.45 and no recompute share; the 10 of 2026-12-03 (ZeRO-1, weights offloaded, bf16 ZeRO-2,
-#: the seed plans, 13B), predicted with those before they ran (none more than 3% short, two 5.8% and
-#: 6.9% over), moved them to these. The gradient share stays at nothing, and stage 1-2 keeps its
-#: first-step segment (margin.py).
+#: base and loss 0.45; 10 rows of 2026-12-03 (ZeRO-1, weights offloaded, bf16 ZeRO-2, the seed plans,
+#: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
+#: three more predicted before they ran with the refit (none short; +13.0% on fp16 ZeRO-1, +10.8% on
+#: ZeRO-3 at 4k tokens) moved them to these, with stage 1's first-step segment made smaller (margin.py).
+#: No recompute or gradient share.
 EXPANDABLE_BASE_BYTES = int(0.3 * GIB)
 EXPANDABLE_LOSS_SHARE = 0.35
-EXPANDABLE_RECOMPUTE_SHARE = 0.1
+EXPANDABLE_RECOMPUTE_SHARE = 0.0
 EXPANDABLE_GATHER_SHARE = 1.0
 EXPANDABLE_GRADIENT_SHARE = 0.0
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from

@@ -46,15 +46,15 @@ gradients, so it gets no guard. The cause in DeepSpeed's fp16 offload path was n
 
 Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (core/plan/allocator.py;
 QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
-another and most holes never form. The plans run that way (13 rows, 2026-12-02) held 0.11-1.55 GiB
-beyond allocated (4.04 on an fp16 ZeRO-2 row: its first-step copy) where the default allocator's held
-up to 8.1 GiB, and they get their own base and shares (calibration.py's EXPANDABLE_*: a 0.1 GiB base,
-the loss share, no recompute or gradient share).
-Two terms behave differently there. The first-step segment goes for bf16 at ZeRO stage 0 or 3, the
-two rows that showed it gone, and stays everywhere else: an fp16 ZeRO-2 row still grew by its 4.1 GiB
-copy, and stage and precision are confounded in these rows (no fp16 ZeRO-0/3 or bf16 ZeRO-1/2 full
-fine-tune was run this way). The fp16 offload guard goes (its row's excess was the default allocator's
-holes: 3.68 -> 1.55 GiB).
+another and most holes never form. The 26 plans run that way (2026-12-02 and -03) held 0.07-4.04 GiB
+beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
+(calibration.py's EXPANDABLE_*: a 0.3 GiB base, the loss and gather shares, nothing for recompute or
+gradients). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
+the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
+whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
+copy less the 2.05 GiB of 16-bit gradients it is made from, and that is what stage 1 gets (set after
+both ran; each predicts the other within +5.3%). The fp16 offload guard goes (its row's excess was the
+default allocator's holes: 3.68 -> 1.55 GiB).
 
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
 of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
@@ -79,12 +79,16 @@ def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float
 
 def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered: float) -> float:
     """A new segment for the step's flat fp32 gradient copy, when no freed block can hold it. With
-    expandable segments it goes where it was measured gone, bf16 at stage 0 or 3 (module docstring,
-    "Expandable segments")."""
+    expandable segments it goes where it was measured gone, bf16 at stage 0 or 3, and is smaller at
+    stage 1 (module docstring, "Expandable segments")."""
     if not step_transient or (job.expandable and job.plan.precision == "bf16" and job.stage in (0, 3)):
         return 0.0
     if job.stage == 3:
         block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time
+    elif job.expandable and job.stage == 1:
+        # measured (1b-full-ho12 bf16, ho14 fp16): the segment grows by the copy less the 16-bit gradients
+        # it is made from, which are freed into it
+        block = (4.0 - job.p) * job.psit / job.N
     else:
         block = 4.0 * job.psit / job.N
     if block <= MIN_LARGE_ALLOC:  # carved out of a shared 20 MiB segment: part of "base"
