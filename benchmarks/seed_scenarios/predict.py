@@ -37,7 +37,7 @@ def main() -> int:
             folder = work / shape
             if not folder.exists():
                 LlamaConfig(**SHAPES[shape], torch_dtype="bfloat16").save_pretrained(folder)
-            b = estimate(plan_for(name, folder, data, parse_size(cap), 4, 1), hw)
+            b = estimate(plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw), hw)
             print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB", flush=True)
     return 0
 

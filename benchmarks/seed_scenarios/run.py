@@ -176,7 +176,10 @@ def write_data(path: Path, rows: int = 4000, words: int = 1400) -> Path:
     return path
 
 
-def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_interval: int) -> Any:
+def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_interval: int,
+             hardware: Any = None) -> Any:
+    """The scenario's plan; a "fit" scenario takes `recommend`'s first plan on ``hardware`` (this machine's
+    when None)."""
     from zerotui.core.plan.schema import plan_from_dict
 
     shape, fields, pick = SCENARIOS[name]
@@ -188,7 +191,7 @@ def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_i
         from zerotui.core.estimate.recommend import recommend
         from zerotui.core.hardware.detect import detect
 
-        recs = recommend(plan, detect(probe_disks=False))
+        recs = recommend(plan, hardware if hardware is not None else detect(probe_disks=False))
         if not recs:
             raise SystemExit(f"{name}: nothing fits under the cap")
         plan = recs[0].plan

@@ -37,7 +37,7 @@ FRAGMENTATION_GRADIENT_SHARE = 0.5
 #: speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.07-4.04 GiB). The first 13 gave a 0.1 GiB
 #: base and loss 0.45; 10 rows of 2026-12-03 (ZeRO-1, weights offloaded, bf16 ZeRO-2, the seed plans,
 #: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
-#: three more predicted before they ran with the refit (none short; +13.0% on fp16 ZeRO-1, +10.8% on
+#: three more predicted before they ran with the refit (none more than 3% short; +13.0% on fp16 ZeRO-1, +10.8% on
 #: ZeRO-3 at 4k tokens) moved them to these, with stage 1's first-step segment made smaller (margin.py).
 #: No recompute or gradient share.
 EXPANDABLE_BASE_BYTES = int(0.3 * GIB)

@@ -24,7 +24,8 @@ whichever churns more (the larger of the two terms). Fitted as a sum, the commit
 offloaded weights disagreed: the two where the loss churns most (1.1B, 16k and 32k tokens a
 micro-batch) came out +9.8% and +10.0%, and the one where the gathers do (7B-wide, 4k tokens) -12.7%
 when predicted without its file; with the larger of the two, +2.7%, +4.8% and (out of sample) +3.6%
-(``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md).
+(``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md; figures of 2026-12-02,
++1.0%, +4.6% and +0.0% with 2026-12-03's shares).
 
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
@@ -52,8 +53,9 @@ beyond allocated where the default allocator's held up to 8.1 GiB, and they get 
 gradients). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
 the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
 whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
-copy less the 2.05 GiB of 16-bit gradients it is made from, and that is what stage 1 gets (set after
-both ran; each predicts the other within +5.3%). The fp16 offload guard goes (its row's excess was the
+copy less the 2.05 GiB of 16-bit gradients it is made from, and that is what 16-bit stage 1 gets (set
+after both ran, from what is in effect one measurement: their step-phase peaks, set by the model states
+alone, were identical to the byte; fp32 keeps the whole copy, unmeasured). The fp16 offload guard goes (its row's excess was the
 default allocator's holes: 3.68 -> 1.55 GiB).
 
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
@@ -85,9 +87,9 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
         return 0.0
     if job.stage == 3:
         block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time
-    elif job.expandable and job.stage == 1:
+    elif job.expandable and job.stage == 1 and job.p < 4:
         # measured (1b-full-ho12 bf16, ho14 fp16): the segment grows by the copy less the 16-bit gradients
-        # it is made from, which are freed into it
+        # it is made from, which are freed into it. fp32 (no 16-bit gradients) was not measured: whole copy.
         block = (4.0 - job.p) * job.psit / job.N
     else:
         block = 4.0 * job.psit / job.N

@@ -92,13 +92,13 @@ def test_with_expandable_segments_no_row_is_short_and_one_is_over_the_target(row
 def test_stage_one_first_step_segment_with_expandable_segments():
     """At ZeRO-1 with expandable segments the step's fp32 gradient copy grows the cache by the copy less
     the 16-bit gradients it is made from (measured on ho12 and ho14); at stage 2 by the whole copy; bf16
-    at stage 0 not at all."""
+    at stage 0 not at all; fp32 at stage 1 (no 16-bit gradients, unmeasured) by the whole copy."""
     spec = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
                                            "num_attention_heads": 32, "num_key_value_heads": 4,
                                            "intermediate_size": 5632, "vocab_size": 32000}, "test")
     got = {}
     for stage in (0, 1, 2):
-        for precision in ("bf16", "fp16"):
+        for precision in ("bf16", "fp16", "fp32"):
             job = job_for(Plan(model="llama-1b", method="full", stage=stage, precision=precision, micro_batch=8,
                                seq_len=1024, grad_ckpt=True, kernels="none"), spec, _box(), env={})
             assert job.expandable
@@ -107,6 +107,7 @@ def test_stage_one_first_step_segment_with_expandable_segments():
     assert psi == pytest.approx(1.1e9, rel=0.01)
     assert got[1, "bf16"] == got[1, "fp16"] == pytest.approx(2 * psi)
     assert got[2, "fp16"] == pytest.approx(4 * psi) and got[0, "bf16"] == 0
+    assert got[1, "fp32"] == pytest.approx(4 * psi)
 
 
 def test_loss_and_gathers_share_their_holes():

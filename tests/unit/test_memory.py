@@ -274,9 +274,9 @@ def test_no_seed_scenario_measured_above_its_estimate():
     measured = [r for r in table if not r["oom"]]
     assert all(r["error"] is not None and r["error"] >= -0.03 for r in measured), \
         [(r["scenario"], r["error"]) for r in measured]
-    # Results a-c, the seed's own jobs, within +5%; every row within +10%: the worst are 1b-full-ho15, +9.8%
-    # (ZeRO-3 with the weights on the CPU at 4,096 tokens: 0.6 GiB less allocated than predicted) and
-    # 1b-full-ho4, +7.0% (docs/seed_scenarios.md). tests/unit/test_margin.py holds every kind of row to -3%.
+    # Results a-c, the seed's own jobs, within +5%; every row within +10%: the worst is 1b-full-ho15, +9.8%
+    # (ZeRO-3 with the weights on the CPU at 4,096 tokens: 0.6 GiB less allocated than predicted;
+    # docs/seed_scenarios.md). tests/unit/test_margin.py holds every kind of row to -3%.
     ours = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a-", "seed-scenarios-b-", "seed-scenarios-c-"))]
     assert len(ours) >= 8 and all(r["error"] <= 0.05 for r in ours), [(r["scenario"], r["error"]) for r in ours]
     # The rows held out for the CUDA-context rule (seed-scenarios-context-ho) over-estimate more: a 1.1B
