@@ -27,18 +27,19 @@ def main() -> int:
     from zerotui.core.sizes import parse_size
 
     hw = stated_hardware(gpu_mem=a.gpu_mem, gpus=1, ram=a.ram)
-    work = Path(tempfile.mkdtemp(prefix="zt-predict-"))
-    data = work / "data.jsonl"
-    data.write_text('{"text": "config only"}\n')
-    for group in a.groups:
-        cap, names = group.split(":", 1)
-        for name in names.split(","):
-            shape = SCENARIOS[name][0]
-            folder = work / shape
-            if not folder.exists():
-                LlamaConfig(**SHAPES[shape], torch_dtype="bfloat16").save_pretrained(folder)
-            b = estimate(plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw), hw)
-            print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB", flush=True)
+    with tempfile.TemporaryDirectory(prefix="zt-predict-") as tmp:
+        work = Path(tmp)
+        data = work / "data.jsonl"
+        data.write_text('{"text": "config only"}\n')
+        for group in a.groups:
+            cap, names = group.split(":", 1)
+            for name in names.split(","):
+                shape = SCENARIOS[name][0]
+                folder = work / shape
+                if not folder.exists():
+                    LlamaConfig(**SHAPES[shape], torch_dtype="bfloat16").save_pretrained(folder)
+                b = estimate(plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw), hw)
+                print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB", flush=True)
     return 0
 
 
