@@ -5,6 +5,9 @@
 Resilience, because device minutes are scarce:
 - configurations run in worker processes (worker.py), several per process to save start-up time, but
   every CPU-offload row in a fresh process (its host RSS must not include earlier rows' leftovers);
+  with --fresh every row is measured in a process of its own, forked from a worker that has done the
+  imports (a reused process's cached GPU segments and heap would be counted in the next row's peaks);
+- --alloc-conf sets PYTORCH_CUDA_ALLOC_CONF for the measuring processes and is recorded in every row;
 - an OOM or crash ends that worker after its row is written; the rest continue in a new process;
 - a configuration that runs past --config-timeout is killed and recorded as 'timeout';
 - nothing new starts after --deadline seconds, so the command ends inside its limit;
@@ -132,13 +135,16 @@ def run_batch(batch: list[Config], args, out: Path, raw: Path, t_end: float) -> 
     results.write_text("")
     current.write_text(json.dumps({"id": None}))
     job = {"device": args.device, "results": str(results), "current": str(current), "port": _free_port(),
-           "configs": [_cfg_json(c) for c in batch]}
+           "configs": [_cfg_json(c) for c in batch], "fork_each": args.fresh, "alloc_conf": args.alloc_conf}
     (job_dir / "job.json").write_text(json.dumps(job))
     log = (out / "workers.log").open("a")
     log.write(f"\n==== worker for {[c.id for c in batch]}\n")
     log.flush()
+    env = dict(os.environ)
+    if args.alloc_conf:
+        env["PYTORCH_CUDA_ALLOC_CONF"] = args.alloc_conf
     p = subprocess.Popen([sys.executable, str(HERE / "worker.py"), str(job_dir / "job.json")], stdout=log,
-                         stderr=subprocess.STDOUT, start_new_session=True, cwd=str(REPO))
+                         stderr=subprocess.STDOUT, start_new_session=True, cwd=str(REPO), env=env)
     done: set[str] = set()
     killed_for = None
     while True:
@@ -186,6 +192,8 @@ def main() -> int:
     ap.add_argument("--deadline", type=float, default=480.0, help="seconds after which nothing new starts")
     ap.add_argument("--config-timeout", type=float, default=120.0)
     ap.add_argument("--per-process", type=int, default=8, help="GPU-only rows per worker process")
+    ap.add_argument("--fresh", action="store_true", help="every row in a process of its own (forked)")
+    ap.add_argument("--alloc-conf", default="", help="PYTORCH_CUDA_ALLOC_CONF for the measuring processes")
     args = ap.parse_args()
     t_start = time.time()
     t_end = t_start + args.deadline
@@ -212,7 +220,9 @@ def main() -> int:
                 continue
             break
         first = ready[0]
-        if needs_op(first) == "cpu_adam":
+        if args.fresh:
+            batch = ready[: args.per_process]  # each forked on its own: nothing carries over
+        elif needs_op(first) == "cpu_adam":
             batch = [first]
         else:
             # ZeRO-3 leaves memory behind and patches torch.nn.functional.linear for the rest of the

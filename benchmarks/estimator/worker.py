@@ -298,13 +298,8 @@ def run_config(cfg: dict[str, Any], device: str, sampler: Sampler, rec: dict[str
     return rec
 
 
-def main() -> int:
-    job = json.loads(Path(sys.argv[1]).read_text())
-    device = job["device"]
-    results = Path(job["results"])
-    current = Path(job["current"])
-    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
-                      MASTER_PORT=str(job["port"]))
+def _setup(device: str):
+    """NVML, the one-rank process group and the device: what every measuring process needs first."""
     nvml = None
     if device == "cuda":
         try:
@@ -314,43 +309,132 @@ def main() -> int:
             nvml = pynvml.nvmlDeviceGetHandleByIndex(0)
         except Exception:
             nvml = None
-    import logging
-
     import deepspeed
     import torch
 
-    deepspeed.utils.logger.setLevel(logging.WARNING)
     deepspeed.init_distributed(dist_backend="nccl" if device == "cuda" else "gloo")
     if device == "cuda":
         torch.cuda.set_device(0)
-    sampler = Sampler(nvml)
+    return Sampler(nvml)
+
+
+def _measure(cfg: dict[str, Any], device: str, sampler: Sampler, results: Path, alloc_conf: str) -> int:
+    """One configuration, its row appended to ``results``; 3 when it failed (the process is then spent)."""
+    import torch
+
+    t0 = time.perf_counter()
+    rec: dict[str, Any] = {}
     code = 0
-    for cfg in job["configs"]:
-        current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
-        t0 = time.perf_counter()
-        rec: dict[str, Any] = {}
-        try:
-            run_config(cfg, device, sampler, rec)
-        except BaseException as err:  # noqa: BLE001 — every failure becomes a row, then a fresh process
-            oom = isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
-            rec.update(status="oom" if oom else "error", error=f"{type(err).__name__}: {err}"[:2000],
-                       traceback=traceback.format_exc()[-3000:])
-            if device == "cuda":
-                rec["oom_peak_allocated"] = torch.cuda.max_memory_allocated()
-            code = 3
-        rec.update(id=cfg["id"], shape=cfg["shape"], plan=cfg["plan"], group=cfg.get("group", ""),
-                   wall_s=time.perf_counter() - t0, worker_pid=os.getpid())
-        with results.open("a") as f:
-            f.write(json.dumps(rec, default=str) + "\n")
-            f.flush()
-        if code:
-            break
+    try:
+        run_config(cfg, device, sampler, rec)
+    except BaseException as err:  # noqa: BLE001 — every failure becomes a row, then a fresh process
+        oom = isinstance(err, torch.cuda.OutOfMemoryError) or "out of memory" in str(err).lower()
+        rec.update(status="oom" if oom else "error", error=f"{type(err).__name__}: {err}"[:2000],
+                   traceback=traceback.format_exc()[-3000:])
+        if device == "cuda":
+            rec["oom_peak_allocated"] = torch.cuda.max_memory_allocated()
+        code = 3
+    rec.update(id=cfg["id"], shape=cfg["shape"], plan=cfg["plan"], group=cfg.get("group", ""),
+               wall_s=time.perf_counter() - t0, worker_pid=os.getpid(), alloc_conf=alloc_conf)
+    with results.open("a") as f:
+        f.write(json.dumps(rec, default=str) + "\n")
+        f.flush()
+    return code
+
+
+def _teardown(sampler: Sampler) -> None:
+    import torch
+
     sampler.stop()
-    current.write_text(json.dumps({"id": None}))
     try:
         torch.distributed.destroy_process_group()
     except Exception:
         pass
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cuda_driver_loaded() -> bool:
+    """Whether this process has loaded the CUDA driver: a child forked after that cannot use CUDA."""
+    with open("/proc/self/maps") as f:
+        return "libcuda.so" in f.read()
+
+
+def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
+    """Every configuration in a child forked from this process, which has done the slow imports but never
+    touched CUDA: each row starts as fresh as a new process (its own CUDA context, allocator and process
+    group) without paying 10-15 s of imports again. A child that dies without writing its row gets a
+    'crash' row here and the next configuration goes on."""
+    device = job["device"]
+    # torch.cuda.is_available() (DeepSpeed calls it on import) asks NVML instead of initialising CUDA,
+    # which would leave every forked child unable to use the GPU.
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
+    import logging
+
+    import deepspeed
+    import peft  # noqa: F401 — imported for the children
+    import torch  # noqa: F401
+    from transformers import LlamaForCausalLM  # noqa: F401
+
+    deepspeed.utils.logger.setLevel(logging.WARNING)
+    configs = job["configs"]
+    if device == "cuda" and _cuda_driver_loaded():
+        # Not fork-safe after all: measure one configuration here and leave the rest to a new worker.
+        print("CUDA was initialised by the imports: one configuration in this process", flush=True)
+        configs = configs[:1]
+    for cfg in configs:
+        current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.environ["MASTER_PORT"] = str(_free_port())
+                sampler = _setup(device)
+                code = _measure(cfg, device, sampler, results, job.get("alloc_conf", ""))
+                _teardown(sampler)
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        written = {json.loads(x)["id"] for x in results.read_text().splitlines() if x.strip()}
+        if cfg["id"] not in written:
+            with results.open("a") as f:
+                f.write(json.dumps({"id": cfg["id"], "shape": cfg["shape"], "plan": cfg["plan"],
+                                    "group": cfg.get("group", ""), "status": "crash",
+                                    "error": f"measuring process ended with wait status {status}"}) + "\n")
+    current.write_text(json.dumps({"id": None}))
+    return 0
+
+
+def main() -> int:
+    job = json.loads(Path(sys.argv[1]).read_text())
+    device = job["device"]
+    results = Path(job["results"])
+    current = Path(job["current"])
+    os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1",
+                      MASTER_PORT=str(job["port"]))
+    if job.get("fork_each"):
+        return _fork_each(job, results, current)
+    import logging
+
+    import deepspeed
+
+    deepspeed.utils.logger.setLevel(logging.WARNING)
+    sampler = _setup(device)
+    code = 0
+    for cfg in job["configs"]:
+        current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
+        code = _measure(cfg, device, sampler, results, job.get("alloc_conf", ""))
+        if code:
+            break
+    current.write_text(json.dumps({"id": None}))
+    _teardown(sampler)
     return code
 
 
