@@ -234,6 +234,10 @@ def main() -> int:
                     break
         left = run_batch(batch, args, out, raw, t_end)
         queue = left + [c for c in queue if c not in batch]
+        statuses = [json.loads(x)["status"] for x in raw.read_text().splitlines() if x.strip()]
+        if len(statuses) >= 3 and all(st == "crash" for st in statuses[-3:]):
+            _log(out, "three rows in a row crashed: the rest are not run (workers.log says why)")
+            break
     for c in queue:
         _append(raw, {**_cfg_json(c), "status": "not_run", "error": "deadline"})
     builds.poll()

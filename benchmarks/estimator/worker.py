@@ -361,47 +361,89 @@ def _free_port() -> int:
 
 
 def _cuda_driver_loaded() -> bool:
-    """Whether this process has loaded the CUDA driver: a child forked after that cannot use CUDA."""
+    """Whether this process has mapped the CUDA driver library (diagnostics: mapped is not initialised)."""
     with open("/proc/self/maps") as f:
         return "libcuda.so" in f.read()
 
 
+def _child(fn) -> int:
+    """Fork; the child runs ``fn`` (its return value is the exit code; an exception's traceback goes to
+    the worker's log) and never returns here. The parent gets the child's wait status."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = fn()
+        except BaseException:  # noqa: BLE001 — the child's failure is reported by its exit status
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    return os.waitpid(pid, 0)[1]
+
+
+def _cuda_probe() -> int:
+    import torch
+
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+    return 0
+
+
 def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
-    """Every configuration in a child forked from this process, which has done the slow imports but never
-    touched CUDA: each row starts as fresh as a new process (its own CUDA context, allocator and process
-    group) without paying 10-15 s of imports again. A child that dies without writing its row gets a
-    'crash' row here and the next configuration goes on."""
+    """Every configuration in a child forked from this process, which has done the slow imports but not
+    initialised CUDA: each row starts as fresh as a new process (its own CUDA context, allocator and
+    process group) without paying the imports again. A child that dies without writing its row gets a
+    'crash' row here and the next configuration goes on. When a forked child cannot use CUDA (something
+    initialised it on import), one configuration is measured here, unforked, and the rest are left to a
+    new worker (sweep.py starts one): still one process per row, only slower."""
     device = job["device"]
-    # torch.cuda.is_available() (DeepSpeed calls it on import) asks NVML instead of initialising CUDA,
-    # which would leave every forked child unable to use the GPU.
+    # torch.cuda.is_available() (DeepSpeed calls it on import) asks NVML instead of initialising CUDA.
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     import logging
 
-    import deepspeed
-    import peft  # noqa: F401 — imported for the children
     import torch  # noqa: F401
     from transformers import LlamaForCausalLM  # noqa: F401
 
-    deepspeed.utils.logger.setLevel(logging.WARNING)
-    configs = job["configs"]
-    if device == "cuda" and _cuda_driver_loaded():
-        # Not fork-safe after all: measure one configuration here and leave the rest to a new worker.
-        print("CUDA was initialised by the imports: one configuration in this process", flush=True)
-        configs = configs[:1]
-    for cfg in configs:
+    alloc_conf = job.get("alloc_conf", "")
+    if device == "cuda" and _child(_cuda_probe) != 0:
+        print("a forked child cannot use CUDA here: one configuration in this process", flush=True)
+        cfg = job["configs"][0]
         current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                os.environ["MASTER_PORT"] = str(_free_port())
-                sampler = _setup(device)
-                code = _measure(cfg, device, sampler, results, job.get("alloc_conf", ""))
-                _teardown(sampler)
-            finally:
-                sys.stdout.flush()
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
+        sampler = _setup(device)
+        _measure(cfg, device, sampler, results, alloc_conf)
+        current.write_text(json.dumps({"id": None}))
+        _teardown(sampler)
+        return 0
+
+    def deepspeed_then_probe() -> int:
+        import deepspeed  # noqa: F401
+
+        return _child(_cuda_probe) >> 8 if device == "cuda" else 0
+
+    # DeepSpeed's import (its accelerator, its ops) is imported here only when a child forked after it
+    # can still use CUDA; otherwise each child imports it for itself.
+    ds_here = _child(deepspeed_then_probe) == 0
+    if ds_here:
+        import deepspeed
+
+        deepspeed.utils.logger.setLevel(logging.WARNING)
+    print(f"libcuda mapped here: {_cuda_driver_loaded()}; DeepSpeed imported before forking: {ds_here}", flush=True)
+    for cfg in job["configs"]:
+        current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
+
+        def one(cfg=cfg) -> int:
+            import deepspeed
+
+            deepspeed.utils.logger.setLevel(logging.WARNING)
+            os.environ["MASTER_PORT"] = str(_free_port())
+            sampler = _setup(device)
+            code = _measure(cfg, device, sampler, results, alloc_conf)
+            _teardown(sampler)
+            return code
+
+        status = _child(one)
         written = {json.loads(x)["id"] for x in results.read_text().splitlines() if x.strip()}
         if cfg["id"] not in written:
             with results.open("a") as f:
