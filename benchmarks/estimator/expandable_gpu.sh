@@ -3,7 +3,7 @@
 # run gets: core/plan/allocator.py), every row in a process of its own (sweep.py --fresh), NCCL's
 # initialisation log on (which communicators a row creates: docs/estimator.md, "The CUDA context").
 # Each argument is SWEEP[:ID,ID...]; they share one deadline (DEADLINE seconds from the start).
-#   DEADLINE=520 bash benchmarks/estimator/expandable_gpu.sh sweep2 sweep1
+#   DEADLINE=520 TAG=-a bash benchmarks/estimator/expandable_gpu.sh sweep2 sweep1
 set -uo pipefail
 source benchmarks/gpu_setup.sh
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT
@@ -14,4 +14,7 @@ for arg in "$@"; do
   python3 -m benchmarks.estimator.sweep --sweep "$sweep" "${only[@]}" --fresh --per-process 100 \
     --alloc-conf expandable_segments:True --out "$OUT/$sweep" --deadline "$left" --config-timeout 100 2>&1 \
     | grep -vE "Warning|warn\(" | tail -40
+  # the device returns at most 8 files: the rows as one file, the logs (NCCL's among them) as another
+  mv "$OUT/$sweep/estimator-raw.jsonl" "$OUT/$sweep${TAG:-}-raw.jsonl"
+  tar czf "$OUT/$sweep${TAG:-}-logs.tgz" -C "$OUT/$sweep" . && rm -rf "${OUT:?}/$sweep"
 done
