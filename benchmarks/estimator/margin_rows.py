@@ -4,7 +4,9 @@ Three sources, each with the plan it ran and PyTorch's peaks as recorded:
 
     seed scenarios  benchmarks/results/seed-scenarios-*.json (zerotui's worker, 24 GiB cap)
     sweeps          benchmarks/estimator/data/sweep{1,2}-raw.jsonl, rows that started in a fresh worker
-                    (a reused worker's reserved pool holds earlier rows' segments)
+                    (a reused worker's reserved pool holds earlier rows' segments), and
+                    sweep{1,2}-expandable-raw.jsonl (2026-12-03: expandable segments, every row in a
+                    process of its own; sweep 2's rows rebuilt from the printed summary, no phases)
     speed rows      benchmarks/results/speed-*.json (zerotui's worker, no cap), one row per distinct plan
 
 Each row names the result file it comes from ("file"): crossval_margin.py holds one file out at a time.
@@ -43,16 +45,17 @@ def _seed_shape(name: str) -> dict[str, Any]:
     return {"model_type": "llama", **SHAPES[name]}
 
 
-def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "") -> dict[str, Any]:
+def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True) -> dict[str, Any]:
     """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
-    is for the allocator that was measured."""
+    is for the allocator that was measured. ``saves``: whether the process saved a checkpoint (zerotui's
+    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py)."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
     job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf})
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
-            "context": context_bytes(plan, job.N),
+            "context": context_bytes(plan, job.N, saves_checkpoints=saves),
             "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms),
             "margin_sources": dict(peak.margin_sources), "phase": peak.phase,
             "job": job, "states": states}
@@ -79,19 +82,21 @@ def seed_rows() -> list[dict[str, Any]]:
 def sweep_rows() -> list[dict[str, Any]]:
     out = []
     for n in (1, 2):
-        for line in (DATA / f"sweep{n}-raw.jsonl").read_text().splitlines():
-            r = json.loads(line) if line.strip() else {}
-            if r.get("status") != "ok" or r["rss_start"] >= 1.2 * GIB:  # fresh worker only (compare.py)
-                continue
-            spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
-            first = [m for m in r["micro_steps"] if m["step"] == 0]
-            out.append({"id": r["id"], "source": f"sweep{n}", "file": f"sweep{n}-raw.jsonl",
-                        "allocated": r["peak_allocated"] - r["baseline_allocated"],
-                        "reserved": r["peak_reserved"] - r["baseline_reserved"], "nvml": r["nvml_used_peak"],
-                        # reserved before and after the first optimizer step: what the step added
-                        "reserved_before_step": max(max(m["fwd_reserved"], m["bwd_reserved"]) for m in first),
-                        "reserved_after_step": first[-1]["step_reserved"],
-                        **components(r["plan"], spec)})
+        for name in (f"sweep{n}-raw.jsonl", f"sweep{n}-expandable-raw.jsonl"):
+            for line in (DATA / name).read_text().splitlines():
+                r = json.loads(line) if line.strip() else {}
+                if r.get("status") != "ok" or r["rss_start"] >= 1.2 * GIB:  # fresh worker only (compare.py)
+                    continue
+                spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
+                first = [m for m in r.get("micro_steps", []) if m["step"] == 0]
+                out.append({"id": r["id"], "source": f"sweep{n}", "file": name,
+                            "allocated": r["peak_allocated"] - r["baseline_allocated"],
+                            "reserved": r["peak_reserved"] - r["baseline_reserved"], "nvml": r["nvml_used_peak"],
+                            # reserved before and after the first optimizer step: what the step added
+                            "reserved_before_step": max((max(m["fwd_reserved"], m["bwd_reserved"]) for m in first),
+                                                        default=None),
+                            "reserved_after_step": first[-1]["step_reserved"] if first else None,
+                            **components(r["plan"], spec, r.get("alloc_conf", ""), saves=False)})
     return out
 
 

@@ -14,7 +14,8 @@ GIB = 2**30
 #: which plans get which). Measured piece by piece on the H200 (benchmarks/estimator/context.py,
 #: benchmarks/results/context-gpu-2026-12-02.json): the CUDA context 1.21 GiB, cuBLAS 0.06, attention
 #: kernels 0.02, an NCCL communicator 0.54; a DeepSpeed engine with one communicator 1.90 GiB, with two
-#: 2.28. Through zerotui's worker the committed rows read 1.88-1.94 GiB (one) and 2.275-2.32 (two).
+#: 2.28. Through zerotui's worker the committed rows read 1.88-1.94 GiB (one) and 2.275-2.32 (two);
+#: which plans hold two: cuda_context.py.
 CUDA_CONTEXT_BYTES = int(1.94 * GIB)
 #: What a second NCCL communicator adds (0.38 GiB measured on the bare engine; rows through the worker read 2.275-2.32 in all).
 SECOND_COMMUNICATOR_BYTES = int(2.28 * GIB) - CUDA_CONTEXT_BYTES
@@ -25,16 +26,20 @@ SECOND_COMMUNICATOR_BYTES = int(2.28 * GIB) - CUDA_CONTEXT_BYTES
 #: rows, the speed rows: reserved - allocated 0.44-9.10 GiB), by a grid over these five, scoring the total
 #: (allocated + margin + context) against NVML, safety first; judged out of sample by
 #: benchmarks/estimator/crossval_margin.py (each result file predicted by a fit on the others:
-#: benchmarks/results/estimator-crossval-2026-12-03.txt). Refitted 2026-12-03 when ZeRO stages 1-2 got a
-#: second communicator in the CUDA context (cuda_context.py).
-FRAGMENTATION_BASE_BYTES = int(0.5 * GIB)
-FRAGMENTATION_LOSS_SHARE = 0.4
-FRAGMENTATION_RECOMPUTE_SHARE = 0.2
+#: benchmarks/results/estimator-crossval-2026-12-03b.txt). Refitted twice on 2026-12-03: when ZeRO
+#: stages 1-2 got a second communicator, then when the communicators were traced (cuda_context.py): the
+#: sweeps' harness never saves a checkpoint and holds one at stages 0-2, so those rows lost 0.34 GiB of
+#: context that had been covering their margin (w8-s1-cpu-mb2 went to -4.8%, a-s2-cpu-mb8-ga2-ckpt to
+#: -3.8%), and the fit raised the base from 0.5 GiB.
+FRAGMENTATION_BASE_BYTES = int(0.8 * GIB)
+FRAGMENTATION_LOSS_SHARE = 0.45
+FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
-FRAGMENTATION_GRADIENT_SHARE = 0.5
+FRAGMENTATION_GRADIENT_SHARE = 0.25
 #: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
 #: 2026-12-02), fitted the same way on the 26 rows measured with them (seed-scenarios-expandable-*,
-#: speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.07-4.04 GiB). The first 13 gave a 0.1 GiB
+#: speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.07-4.04 GiB); the 42 sweep rows run with
+#: them on 2026-12-03 (benchmarks/estimator/data/sweep*-expandable-raw.jsonl) leave the fit where it was. The first 13 gave a 0.1 GiB
 #: base and loss 0.45; 10 rows of 2026-12-03 (ZeRO-1, weights offloaded, bf16 ZeRO-2, the seed plans,
 #: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
 #: three more predicted before they ran with the refit (none more than 3% short; +13.0% on fp16 ZeRO-1, +10.8% on

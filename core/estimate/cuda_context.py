@@ -1,17 +1,25 @@
 """What a training process holds on its GPU outside PyTorch's allocator: the CUDA context, library
 kernels and workspaces, and NCCL's communicators (calibration.CUDA_CONTEXT_BYTES says what each costs).
 
-The difference between plans is NCCL. A DeepSpeed engine on one GPU opens one communicator; some paths
-issue a collective on a second group (DeepSpeed's ZeRO optimizers all-reduce the fp16 overflow flag over
-their own data-parallel group, stage_1_and_2.py ``has_overflow``, the likely trigger; not traced), and
-each communicator holds its own buffers (+0.38 GiB on the H200). Read off the H200 rows through
-zerotui's worker (docs/estimator.md, "The CUDA context"): fp16 at stages 1-3 and the 7B and 13B QLoRA
-runs measured 2.275-2.32 GiB; bf16 at stages 0 and 3 and fp16 at stage 0 1.88-1.94 GiB. bf16 at stages
-1 and 2 read both: the 7B LoRA rows 1.89-1.90 (but one older 7B LoRA row, seed-scenarios-c, 2.28), three
-1.1B rows of 2026-12-03 (a ZeRO-1 and a ZeRO-2 full fine-tune, a ZeRO-2 LoRA) 2.28; what decides it was
-not found, so stages 1 and 2 count two.
-Counted on the safe side where the rows disagree or are missing: QLoRA always (a 1.1B QLoRA measured
-one), stages 1-2 in either precision, several GPUs (NCCL's buffers grow with peers; not measured).
+The difference between plans is NCCL: each communicator holds its own buffers (+0.38 GiB on the H200),
+and a DeepSpeed run on one GPU may open two, one per process group it uses
+(benchmarks/results/nccl-communicators-2026-12-03.txt, traced with NCCL_DEBUG=INFO):
+
+- ZeRO's own collectives run on DeepSpeed's clone of the world group (deepspeed/utils/groups.py,
+  ``_clone_world_group``): used at stages 0-2 (the model broadcast, the gradient reduction), and at
+  stage 3 on one GPU only by fp16's overflow check and by QLoRA; bf16 stage 3 on one GPU never uses it.
+- The default group gets a communicator at its first collective: stage 3's set-up barriers
+  (stage3.py), and DeepSpeed's ``save_checkpoint``, which calls ``dist.barrier()`` on it. A zerotui run
+  saves at least once (the checkpoint at its end) while the allocator still holds its peak: the 13B
+  QLoRA run (ZeRO-0) read 21.09 GiB on NVML while training and 21.47 once the save had begun, with the
+  second communicator created right after that barrier.
+
+So a zerotui run on one GPU holds two communicators at its peak, except bf16/fp32 at stage 3 (one, the
+default group's), which matches every H200 row through zerotui's worker where NVML caught the save
+(NVML is sampled every 2 s and a LoRA adapter's save can fall between samples: the same 1.1B QLoRA plan
+read one communicator in one run and two in another). The estimator's own sweep harness never saves,
+and there only the rows that use both groups (fp16 at stage 3) read two. Several GPUs always count two
+(NCCL's buffers grow with peers; not measured).
 """
 from __future__ import annotations
 
@@ -20,15 +28,20 @@ from typing import Any
 from zerotui.core.estimate import calibration as cal
 
 
-def second_communicator(plan: Any, ranks: int = 1) -> bool:
-    """Whether the run opens (or may open: the module docstring) a second NCCL communicator; several
-    ranks always count it (not measured)."""
-    if ranks > 1 or plan.method == "qlora":
-        return True
-    return plan.stage in (1, 2) or (plan.precision == "fp16" and plan.stage == 3)
+def communicators(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> int:
+    """NCCL communicators one process holds at its peak (the module docstring). ``saves_checkpoints``:
+    False only for a process that never calls DeepSpeed's save_checkpoint (the benchmarks' harness)."""
+    zero_group = ranks > 1 or plan.method == "qlora" or plan.stage < 3 or plan.precision == "fp16"
+    default_group = plan.stage == 3 or saves_checkpoints
+    return int(zero_group) + int(default_group)
 
 
-def context_bytes(plan: Any, ranks: int = 1) -> int:
+def second_communicator(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> bool:
+    """Whether the run holds a second NCCL communicator at its peak."""
+    return communicators(plan, ranks, saves_checkpoints) > 1
+
+
+def context_bytes(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> int:
     """Bytes one process of a ``ranks``-process run holds outside the allocator for ``plan``."""
-    extra = cal.SECOND_COMMUNICATOR_BYTES if second_communicator(plan, ranks) else 0
+    extra = cal.SECOND_COMMUNICATOR_BYTES if second_communicator(plan, ranks, saves_checkpoints) else 0
     return cal.CUDA_CONTEXT_BYTES + extra

@@ -74,19 +74,24 @@ def _box() -> Hardware:
 
 def test_with_expandable_segments_no_row_is_short_and_one_is_over_the_target(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak, and within +5% above it on all
-    but one, 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less
-    allocated than predicted, +9.8%, the safe side). In sample: the rows chose calibration.py's
-    EXPANDABLE_* shares; docs/estimator.md has the out-of-sample figures."""
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker it is
+    within +5% above it on all but one, 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with
+    Liger: 0.6 GiB less allocated than predicted, +9.8%, the safe side). The sweeps' 42 rows (their
+    harness: no fused kernels, full fp32 logits) come out up to +15.9%: the loss and first-step terms are
+    summed where most of those rows held less than either (docs/estimator.md). In sample: the rows chose
+    calibration.py's EXPANDABLE_* shares; docs/estimator.md has the out-of-sample figures."""
     from benchmarks.estimator.fit_margin import group
     from benchmarks.estimator.margin_table import total_error
 
     mine = group(rows, True)
-    assert len(mine) >= 26
-    assert {r["job"].stage for r in mine} == {0, 1, 2, 3} and {r["job"].plan.method for r in mine} == {"full", "lora", "qlora"}
+    worker = [r for r in mine if not r["source"].startswith("sweep")]
+    sweeps = [r for r in mine if r["source"].startswith("sweep")]
+    assert len(worker) >= 27 and len(sweeps) == 42
+    assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), [(r["id"], round(total_error(r), 4)) for r in mine]
-    over = [r["id"] for r in mine if total_error(r) > 0.05]
-    assert over == ["1b-full-ho15 (expandable-h)"] and all(total_error(r) <= 0.10 for r in mine)
+    over = [r["id"] for r in worker if total_error(r) > 0.05]
+    assert over == ["1b-full-ho15 (expandable-h)"] and all(total_error(r) <= 0.10 for r in worker)
+    assert max(total_error(r) for r in sweeps) <= 0.16
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():
