@@ -20,12 +20,11 @@ sys.path.insert(0, str(HERE.parents[1]))
 
 from benchmarks.estimator.compare import h200, load, measured  # noqa: E402
 from benchmarks.estimator.fit_speed import measured_step  # noqa: E402
-from benchmarks.estimator.matrix import llama_config_dict  # noqa: E402
+from benchmarks.estimator.matrix import spec_for  # noqa: E402
 from zerotui.core.estimate import speed  # noqa: E402
 from zerotui.core.estimate.recommend import recommend  # noqa: E402
 from zerotui.core.hardware.types import GpuInfo  # noqa: E402
 from zerotui.core.estimate.calibration import CUDA_CONTEXT_BYTES  # noqa: E402
-from zerotui.core.model.spec import _llama_family_spec  # noqa: E402
 from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
 
 GIB = 2**30
@@ -60,7 +59,7 @@ def check(rows: list[dict], coefficients=None) -> list[dict]:
         if len(group) < 2:  # one configuration of a job: nothing to rank
             continue
         shape = key[0]
-        spec = _llama_family_spec(shape, llama_config_dict(shape), "benchmarks/estimator/matrix.py")
+        spec = spec_for(shape)
         base = group[0]["_plan"]
         for cap in CAPACITIES_GIB:
             hw = h200()

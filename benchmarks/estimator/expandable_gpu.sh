@@ -2,12 +2,13 @@
 # On the GPU machine: the estimator's sweeps again with PyTorch's expandable segments (what every zerotui
 # run gets: core/plan/allocator.py), every row in a process of its own (sweep.py --fresh), NCCL's
 # initialisation log on (which communicators a row creates: docs/estimator.md, "The CUDA context").
-# Each argument is SWEEP[:ID,ID...]; they share one deadline (DEADLINE seconds from the start).
-#   DEADLINE=520 TAG=-a bash benchmarks/estimator/expandable_gpu.sh sweep2 sweep1
+# Each argument is SWEEP[:ID,ID...]; they share one deadline (DEADLINE seconds from the start; a row may
+# run --config-timeout past it, and the files must be written before the device's 600 s limit).
+#   DEADLINE=440 TAG=-a bash benchmarks/estimator/expandable_gpu.sh sweep2 sweep1
 set -uo pipefail
 source benchmarks/gpu_setup.sh
 export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT
-end=$(( $(date +%s) + ${DEADLINE:-520} ))
+end=$(( $(date +%s) + ${DEADLINE:-440} ))
 for arg in "$@"; do
   sweep=${arg%%:*}; only=(); [ "$arg" != "$sweep" ] && only=(--only "${arg#*:}")
   left=$(( end - $(date +%s) )); [ "$left" -gt 20 ] || { echo "no time left for $arg"; break; }

@@ -32,7 +32,7 @@ from zerotui.core.model.spec import _llama_family_spec
 from zerotui.core.plan.schema import plan_from_dict
 
 from benchmarks.estimator.compare import h200
-from benchmarks.estimator.matrix import llama_config_dict
+from benchmarks.estimator.matrix import spec_for
 
 GIB = 2**30
 RESULTS = REPO / "benchmarks" / "results"
@@ -87,7 +87,7 @@ def sweep_rows() -> list[dict[str, Any]]:
                 r = json.loads(line) if line.strip() else {}
                 if r.get("status") != "ok" or r["rss_start"] >= 1.2 * GIB:  # fresh worker only (compare.py)
                     continue
-                spec = _llama_family_spec(r["shape"], llama_config_dict(r["shape"]), "benchmarks/estimator/matrix.py")
+                spec = spec_for(r["shape"])
                 first = [m for m in r.get("micro_steps", []) if m["step"] == 0]
                 out.append({"id": r["id"], "source": f"sweep{n}", "file": name,
                             "allocated": r["peak_allocated"] - r["baseline_allocated"],

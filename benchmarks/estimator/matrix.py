@@ -55,6 +55,13 @@ def llama_config_dict(shape: str) -> dict[str, Any]:
     return d
 
 
+def spec_for(shape: str):
+    """zerotui's model spec for ``shape``, read from its config dictionary as a model folder would be."""
+    from zerotui.core.model.spec import _llama_family_spec
+
+    return _llama_family_spec(shape, llama_config_dict(shape), "benchmarks/estimator/matrix.py")
+
+
 @dataclass
 class Config:
     id: str

@@ -20,8 +20,7 @@ import re
 from pathlib import Path
 
 from benchmarks.estimator.margin_rows import GIB, components
-from benchmarks.estimator.matrix import SWEEPS, llama_config_dict
-from zerotui.core.model.spec import _llama_family_spec
+from benchmarks.estimator.matrix import SWEEPS, spec_for
 
 
 LINE = re.compile(r"(sweep\d) (\S+)\s+([\d.]+) \+\s+([\d.]+) \+\s+([\d.]+) =\s+([\d.]+)")
@@ -63,7 +62,7 @@ def main() -> int:
     print(f"allocator: {a.alloc_conf or 'default'}; GiB: allocated + margin + context = total")
     for name in a.sweeps:
         for cfg in SWEEPS[name]:
-            spec = _llama_family_spec(cfg.shape, llama_config_dict(cfg.shape), "benchmarks/estimator/matrix.py")
+            spec = spec_for(cfg.shape)
             c = components(cfg.plan_fields(), spec, a.alloc_conf, saves=False)  # the harness never saves
             total = c["allocated_est"] + c["margin_est"] + c["context"]
             print(f"{name} {cfg.id:30s} {c['allocated_est'] / GIB:7.2f} + {c['margin_est'] / GIB:5.2f} + "

@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,17 +34,16 @@ REPO = HERE.parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.estimator.matrix import SWEEPS, Config, needs_op  # noqa: E402
+from benchmarks.estimator.paths import ensure_zerotui_importable  # noqa: E402
+
+ensure_zerotui_importable()
+
+from zerotui.core.train.distributed import free_port  # noqa: E402
 
 BUILD_CODE = {
     "cpu_adam": "from deepspeed.ops.op_builder import CPUAdamBuilder; CPUAdamBuilder().load()",
     "fused_adam": "from deepspeed.ops.op_builder import FusedAdamBuilder; FusedAdamBuilder().load()",
 }
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _log(out: Path, text: str) -> None:
@@ -134,7 +132,7 @@ def run_batch(batch: list[Config], args, out: Path, raw: Path, t_end: float) -> 
     current = job_dir / "current.json"
     results.write_text("")
     current.write_text(json.dumps({"id": None}))
-    job = {"device": args.device, "results": str(results), "current": str(current), "port": _free_port(),
+    job = {"device": args.device, "results": str(results), "current": str(current), "port": free_port(),
            "configs": [_cfg_json(c) for c in batch], "fork_each": args.fresh, "alloc_conf": args.alloc_conf}
     (job_dir / "job.json").write_text(json.dumps(job))
     log = (out / "workers.log").open("a")

@@ -33,6 +33,8 @@ from benchmarks.estimator.paths import ensure_zerotui_importable  # noqa: E402
 
 ensure_zerotui_importable()
 
+from zerotui.core.train.distributed import free_port  # noqa: E402
+
 
 def _read_status_kb(key: str) -> int:
     with open("/proc/self/status") as f:
@@ -352,14 +354,6 @@ def _teardown(sampler: Sampler) -> None:
         pass
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _cuda_driver_loaded() -> bool:
     """Whether this process has mapped the CUDA driver library (diagnostics: mapped is not initialised)."""
     with open("/proc/self/maps") as f:
@@ -367,20 +361,26 @@ def _cuda_driver_loaded() -> bool:
 
 
 def _child(fn) -> int:
-    """Fork; the child runs ``fn`` (its return value is the exit code; an exception's traceback goes to
-    the worker's log) and never returns here. The parent gets the child's wait status."""
+    """Fork; the child runs ``fn`` and never returns here: its exit code is what ``fn`` returned (1 when it
+    raised, its traceback going to the worker's log). The parent gets the child's exit code, negative
+    for a signal (``os.waitstatus_to_exitcode``)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            code = fn()
-        except BaseException:  # noqa: BLE001 — the child's failure is reported by its exit status
+            result = fn()
+            code = result if isinstance(result, int) else 1
+        except BaseException:  # noqa: BLE001 — the child's failure is reported by its exit code
             traceback.print_exc()
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    return os.waitpid(pid, 0)[1]
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
 
 
 def _cuda_probe() -> int:
@@ -409,18 +409,21 @@ def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
     alloc_conf = job.get("alloc_conf", "")
     if device == "cuda" and _child(_cuda_probe) != 0:
         print("a forked child cannot use CUDA here: one configuration in this process", flush=True)
+        import deepspeed
+
+        deepspeed.utils.logger.setLevel(logging.WARNING)
         cfg = job["configs"][0]
         current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
         sampler = _setup(device)
-        _measure(cfg, device, sampler, results, alloc_conf)
+        code = _measure(cfg, device, sampler, results, alloc_conf)
         current.write_text(json.dumps({"id": None}))
         _teardown(sampler)
-        return 0
+        return code
 
     def deepspeed_then_probe() -> int:
         import deepspeed  # noqa: F401
 
-        return _child(_cuda_probe) >> 8 if device == "cuda" else 0
+        return _child(_cuda_probe) if device == "cuda" else 0
 
     # DeepSpeed's import (its accelerator, its ops) is imported here only when a child forked after it
     # can still use CUDA; otherwise each child imports it for itself.
@@ -430,6 +433,7 @@ def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
 
         deepspeed.utils.logger.setLevel(logging.WARNING)
     print(f"libcuda mapped here: {_cuda_driver_loaded()}; DeepSpeed imported before forking: {ds_here}", flush=True)
+    crashes = 0
     for cfg in job["configs"]:
         current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
 
@@ -437,19 +441,24 @@ def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
             import deepspeed
 
             deepspeed.utils.logger.setLevel(logging.WARNING)
-            os.environ["MASTER_PORT"] = str(_free_port())
+            os.environ["MASTER_PORT"] = str(free_port())
             sampler = _setup(device)
             code = _measure(cfg, device, sampler, results, alloc_conf)
             _teardown(sampler)
             return code
 
-        status = _child(one)
+        code = _child(one)
         written = {json.loads(x)["id"] for x in results.read_text().splitlines() if x.strip()}
         if cfg["id"] not in written:
             with results.open("a") as f:
                 f.write(json.dumps({"id": cfg["id"], "shape": cfg["shape"], "plan": cfg["plan"],
                                     "group": cfg.get("group", ""), "status": "crash",
-                                    "error": f"measuring process ended with wait status {status}"}) + "\n")
+                                    "error": f"measuring process ended with exit code {code}"}) + "\n")
+            crashes += 1
+            if crashes == 3:  # something every row shares is broken: sweep.py stops on three in a row
+                break
+        else:
+            crashes = 0
     current.write_text(json.dumps({"id": None}))
     return 0
 

@@ -14,8 +14,8 @@ and a DeepSpeed run on one GPU may open two, one per process group it uses
   QLoRA run (ZeRO-0) read 21.09 GiB on NVML while training and 21.47 once the save had begun, with the
   second communicator created right after that barrier.
 
-So a zerotui run on one GPU holds two communicators at its peak, except bf16/fp32 at stage 3 (one, the
-default group's), which matches every H200 row through zerotui's worker where NVML caught the save
+So a zerotui run on one GPU holds two communicators at its peak, except bf16/fp32 at stage 3 without
+QLoRA (one, the default group's), which matches every H200 row through zerotui's worker where NVML caught the save
 (NVML is sampled every 2 s and a LoRA adapter's save can fall between samples: the same 1.1B QLoRA plan
 read one communicator in one run and two in another). The estimator's own sweep harness never saves,
 and there only the rows that use both groups (fp16 at stage 3) read two. Several GPUs always count two
@@ -32,7 +32,7 @@ def communicators(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> 
     """NCCL communicators one process holds at its peak (the module docstring). ``saves_checkpoints``:
     False only for a process that never calls DeepSpeed's save_checkpoint (the benchmarks' harness)."""
     zero_group = ranks > 1 or plan.method == "qlora" or plan.stage < 3 or plan.precision == "fp16"
-    default_group = plan.stage == 3 or saves_checkpoints
+    default_group = ranks > 1 or plan.stage == 3 or saves_checkpoints
     return int(zero_group) + int(default_group)
 
 

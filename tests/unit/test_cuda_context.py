@@ -85,6 +85,8 @@ def test_the_harness_rows_hold_the_context_the_rule_gives_them():
 
 def test_several_ranks_get_the_larger_context_and_the_budget_counts_the_plans_own():
     bf16 = _plan(precision="bf16", stage=3)
+    for stage in (0, 2, 3):  # saving or not
+        assert communicators(_plan(precision="bf16", stage=stage), ranks=2, saves_checkpoints=False) == 2
     assert context_bytes(bf16, ranks=2) == context_bytes(_plan(precision="fp16", stage=3))
     spec = _llama_family_spec("m", SHAPE, "test")
     one = estimate(bf16, _box(), spec)

@@ -72,7 +72,7 @@ def _box() -> Hardware:
                     ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
 
 
-def test_with_expandable_segments_no_row_is_short_and_one_is_over_the_target(rows):
+def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_target_but_one(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
     that way the estimate is never more than 3% below the measured peak. Through zerotui's worker it is
     within +5% above it on all but one, 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with
@@ -91,7 +91,7 @@ def test_with_expandable_segments_no_row_is_short_and_one_is_over_the_target(row
     assert all(total_error(r) >= -0.03 for r in mine), [(r["id"], round(total_error(r), 4)) for r in mine]
     over = [r["id"] for r in worker if total_error(r) > 0.05]
     assert over == ["1b-full-ho15 (expandable-h)"] and all(total_error(r) <= 0.10 for r in worker)
-    assert max(total_error(r) for r in sweeps) <= 0.16
+    assert max(total_error(r) for r in sweeps) <= 0.17  # 0.159 (a-s2-mb16-ckpt) on 2026-12-03
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():

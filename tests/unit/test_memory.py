@@ -306,8 +306,8 @@ def test_qlora_stores_the_linear_weights_in_4_bits_with_their_constants():
     assert g["optimizer states"] == 8 * adapters
     no_dq = estimate(plan.with_changes(double_quant=False), gpu_box(), spec).breakdown["gpu"]["weights (4-bit base)"]
     assert no_dq - g["weights (4-bit base)"] == pytest.approx(linear * (4 / 64 - 1 / 64 - 4 / (64 * 256)), abs=2)
-    # what PyTorch allocates is smaller; the total also counts QLoRA's second NCCL communicator, which
-    # a model this small does not outweigh (core/estimate/cuda_context.py)
+    # what PyTorch allocates is smaller (the totals also count the CUDA context and its NCCL
+    # communicators, core/estimate/cuda_context.py, which a model this small does not outweigh)
     lora = estimate(plan.with_changes(method="lora"), gpu_box(), spec)
     assert estimate(plan, gpu_box(), spec).gpu_allocated_bytes < lora.gpu_allocated_bytes
 
