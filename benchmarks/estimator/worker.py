@@ -354,12 +354,6 @@ def _teardown(sampler: Sampler) -> None:
         pass
 
 
-def _cuda_driver_loaded() -> bool:
-    """Whether this process has mapped the CUDA driver library (diagnostics: mapped is not initialised)."""
-    with open("/proc/self/maps") as f:
-        return "libcuda.so" in f.read()
-
-
 def _child(fn) -> int:
     """Fork; the child runs ``fn`` and never returns here: its exit code is what ``fn`` returned (1 when it
     raised, its traceback going to the worker's log). The parent gets the child's exit code, negative
@@ -409,16 +403,7 @@ def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
     alloc_conf = job.get("alloc_conf", "")
     if device == "cuda" and _child(_cuda_probe) != 0:
         print("a forked child cannot use CUDA here: one configuration in this process", flush=True)
-        import deepspeed
-
-        deepspeed.utils.logger.setLevel(logging.WARNING)
-        cfg = job["configs"][0]
-        current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
-        sampler = _setup(device)
-        code = _measure(cfg, device, sampler, results, alloc_conf)
-        current.write_text(json.dumps({"id": None}))
-        _teardown(sampler)
-        return code
+        return _in_process(job["configs"][:1], device, results, current, alloc_conf)
 
     def deepspeed_then_probe() -> int:
         import deepspeed  # noqa: F401
@@ -432,7 +417,7 @@ def _fork_each(job: dict[str, Any], results: Path, current: Path) -> int:
         import deepspeed
 
         deepspeed.utils.logger.setLevel(logging.WARNING)
-    print(f"libcuda mapped here: {_cuda_driver_loaded()}; DeepSpeed imported before forking: {ds_here}", flush=True)
+    print(f"DeepSpeed imported before forking: {ds_here}", flush=True)
     crashes = 0
     for cfg in job["configs"]:
         current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
@@ -472,6 +457,11 @@ def main() -> int:
                       MASTER_PORT=str(job["port"]))
     if job.get("fork_each"):
         return _fork_each(job, results, current)
+    return _in_process(job["configs"], device, results, current, job.get("alloc_conf", ""))
+
+
+def _in_process(configs: list[dict[str, Any]], device: str, results: Path, current: Path, alloc_conf: str) -> int:
+    """``configs`` one after another in this process, until one fails (3: the process is then spent)."""
     import logging
 
     import deepspeed
@@ -479,9 +469,9 @@ def main() -> int:
     deepspeed.utils.logger.setLevel(logging.WARNING)
     sampler = _setup(device)
     code = 0
-    for cfg in job["configs"]:
+    for cfg in configs:
         current.write_text(json.dumps({"id": cfg["id"], "start": time.time()}))
-        code = _measure(cfg, device, sampler, results, job.get("alloc_conf", ""))
+        code = _measure(cfg, device, sampler, results, alloc_conf)
         if code:
             break
     current.write_text(json.dumps({"id": None}))
