@@ -25,17 +25,9 @@ from benchmarks.estimator.matrix import spec_for  # noqa: E402
 from zerotui.core.hardware.types import GpuInfo, Hardware  # noqa: E402
 from zerotui.core.estimate.budget import estimate  # noqa: E402
 from zerotui.core.estimate.cuda_context import context_bytes  # noqa: E402
-from zerotui.core.hardware.nccl_share import SPLIT_SHARE_ENV  # noqa: E402
 from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
 
 GIB = 2**30
-
-
-def row_env(alloc_conf: str, shared: bool) -> dict[str, str]:
-    """The environment a measured row's run had, as the estimator reads it: its allocator setting, and
-    NCCL_COMM_SPLIT_SHARE_RESOURCES=0 for a row whose groups had a communicator each (every row before
-    the field "nccl_shared", and the harness's)."""
-    return {"PYTORCH_CUDA_ALLOC_CONF": alloc_conf, **({} if shared else {SPLIT_SHARE_ENV: "0"})}
 
 
 def h200() -> Hardware:
@@ -76,8 +68,7 @@ def estimates(rows: list[dict]) -> None:
         plan = plan_from_dict({"kernels": "none", **r["plan"]})
         spec = spec_for(r["shape"])
         # The sweeps ran on PyTorch's default allocator: estimate for that one (core/plan/allocator.py)
-        # the harness's allocator, and its groups a communicator each (it never binds the device)
-        b = estimate(plan, hw, spec, env=row_env("", shared=False))
+        b = estimate(plan, hw, spec, env={"PYTORCH_CUDA_ALLOC_CONF": ""})
         r["estimate"] = b.to_dict()
         # Host RAM is scored on rows that started in a fresh worker process only: a reused worker's RSS
         # holds heap that earlier rows freed but glibc kept, and later rows grow into it (sweep 2

@@ -31,7 +31,7 @@ from zerotui.core.estimate.job import job_for
 from zerotui.core.model.spec import _llama_family_spec
 from zerotui.core.plan.schema import plan_from_dict
 
-from benchmarks.estimator.compare import h200, row_env
+from benchmarks.estimator.compare import h200
 from benchmarks.estimator.matrix import spec_for
 
 GIB = 2**30
@@ -45,20 +45,17 @@ def _seed_shape(name: str) -> dict[str, Any]:
     return {"model_type": "llama", **SHAPES[name]}
 
 
-def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True,
-               shared: bool = False) -> dict[str, Any]:
+def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True) -> dict[str, Any]:
     """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
     is for the allocator that was measured. ``saves``: whether the process saved a checkpoint (zerotui's
-    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py);
-    ``shared``: whether its groups shared one communicator (zerotui's worker since the row field
-    "nccl_shared"; the harness never)."""
+    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py)."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
-    job = job_for(plan, spec, h200(), env=row_env(alloc_conf, shared))
+    job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf})
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
-            "context": context_bytes(plan, job.N, saves_checkpoints=saves, shared=job.nccl_shared),
+            "context": context_bytes(plan, job.N, saves_checkpoints=saves),
             "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms),
             "margin_sources": dict(peak.margin_sources), "phase": peak.phase,
             "job": job, "states": states}
@@ -78,8 +75,7 @@ def seed_rows() -> list[dict[str, Any]]:
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": r.get("nvml_used_max") if clean else None,
-                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")),
-                                     shared=bool(r.get("nccl_shared")))})
+                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")))})
     return out
 
 
@@ -126,7 +122,7 @@ def speed_rows() -> list[dict[str, Any]]:
                         # before "nvml_clean" benchmarks/speed built its model in the measuring process,
                         # whose CUDA context (610 MiB) NVML counted too: not the run's own figure
                         "nvml": r["nvml_used_max"] if data.get("nvml_clean") else None,
-                        **components(dict(r["plan"], data="sample"), spec, alloc, shared=bool(r.get("nccl_shared")))})
+                        **components(dict(r["plan"], data="sample"), spec, alloc)})
     return out
 
 

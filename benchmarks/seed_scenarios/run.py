@@ -252,7 +252,6 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
-    from zerotui.core.hardware.nccl_share import shares_one_communicator
     from zerotui.core.plan.allocator import effective_conf
     from zerotui.core.sizes import parse_size
 
@@ -278,9 +277,7 @@ def main() -> int:
         runs.mkdir(exist_ok=True)
         run, t0, rc, tail = run_plan(plan, runs, a.timeout)
         # the allocator the run had: the command's setting, else zerotui's choice for the plan
-        # ... and whether its NCCL groups shared one communicator (core/hardware/nccl_share.py)
-        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
-               "nccl_shared": shares_one_communicator(os.environ), **measure(run, t0)}
+        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ), **measure(run, t0)}
         if rc != 0:
             row["tail"] = tail
         _derive(row, shape, cap)
@@ -301,7 +298,7 @@ def _derive(row: dict[str, Any], shape: str, cap: int) -> None:
     row["estimate_gpu_bytes"] = est.get("gpu_bytes")
     if row.get("peak_reserved"):
         # NVML's peak where the run had the GPU alone, else the peak reserved plus the context assumed
-        context = context_bytes(plan_from_dict(row["plan"]), shared=bool(row.get("nccl_shared")))
+        context = context_bytes(plan_from_dict(row["plan"]))
         row["measured_gpu_bytes"] = row.get("nvml_used_max") or row["peak_reserved"] + context
         if est.get("gpu_bytes"):
             row["error_pct"] = round(100 * (est["gpu_bytes"] - row["measured_gpu_bytes"]) / row["measured_gpu_bytes"], 1)

@@ -25,7 +25,6 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.model.spec import _llama_family_spec
     from zerotui.core.plan.schema import plan_from_dict
 
-    from benchmarks.estimator.compare import row_env
     from benchmarks.seed_scenarios.run import SHAPES
 
     out = []
@@ -42,13 +41,12 @@ def rows(files: list[str]) -> list[dict]:
             # The allocator setting the run had: the row's "alloc_conf" (recorded since 2026-12-02), else the
             # file's (the environment its command set), else PyTorch's default, which every run before
             # core/plan/allocator.py had.
-            # Rows before "nccl_shared" had a communicator per process group (cuda_context.py).
-            env = row_env(r.get("alloc_conf", data.get("alloc_conf", "")), bool(r.get("nccl_shared")))
+            env = {"PYTORCH_CUDA_ALLOC_CONF": r.get("alloc_conf", data.get("alloc_conf", ""))}
             p = plan_from_dict({"kernels": "none", **plan})
             b = estimate(p, hw, spec, env=env)
             reserved = r.get("peak_reserved")
             nvml = r.get("nvml_used_max") if clean_nvml else None
-            measured = nvml or (reserved + context_bytes(p, shared=bool(r.get("nccl_shared"))) if reserved else None)
+            measured = nvml or (reserved + context_bytes(p) if reserved else None)
             # A plan forced past the budget (7b-lora-oom) measures nothing: its check is that it ended out
             # of memory under the cap, reported like any OOM.
             oom = r.get("state") == "failed" and "out of GPU memory" in (r.get("reason") or "")

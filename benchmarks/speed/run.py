@@ -97,7 +97,6 @@ def plan_for(job: str, value: Any, model_dir: Path, data: Path, steps: int, log_
 
 
 def main() -> int:
-    from zerotui.core.hardware.nccl_share import shares_one_communicator
     from zerotui.core.plan.allocator import effective_conf
 
     ap = argparse.ArgumentParser()
@@ -151,7 +150,6 @@ def main() -> int:
                     else:
                         os.environ[ALLOC_ENV] = outer
                 row = {"job": job, "vary": spec["vary"], "value": value, "repeat": rep, "rc": rc, "alloc_conf": alloc_conf,
-                       "nccl_shared": shares_one_communicator(os.environ),
                        "plan": plan.to_dict(), **measure(run, t0), **_checkpoints(run), **_kernel_note(run),
                        "phases_s": _phases(run, t0), "windows": _windows(run)}
                 if rc != 0:

@@ -98,7 +98,7 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     }
     if job.on_gpu:
         breakdown["gpu"]["fragmentation margin"] = int(peak.margin)
-        breakdown["gpu"]["CUDA context"] = context_bytes(plan, job.N, shared=job.nccl_shared)
+        breakdown["gpu"]["CUDA context"] = context_bytes(plan, job.N)
     gpu_bytes = int(peak.allocated + peak.margin + breakdown["gpu"]["CUDA context"]) if job.on_gpu else 0
     cpu_total = int(sum(cpu_parts.values()) * job.n_local)
     nvme_total = int(sum(nvme.values()))

@@ -20,12 +20,6 @@ QLoRA (one, the default group's), which matches every H200 row through zerotui's
 read one communicator in one run and two in another). The estimator's own sweep harness never saves,
 and there only the rows that use both groups (fp16 at stage 3) read two. Several GPUs always count two
 (NCCL's buffers grow with peers; not measured).
-
-That was every run until 2026-12-03. Since then zerotui binds the default group to the GPU, so torch
-makes DeepSpeed's clone by splitting the default group's communicator, and NCCL lets the split share the
-parent's buffers (core/train/distributed.py; core/hardware/nccl_share.py says where it does not): a run
-on one GPU then holds one communicator's memory whatever its plan (``shared``). Several GPUs still count
-two (not measured).
 """
 from __future__ import annotations
 
@@ -34,23 +28,20 @@ from typing import Any
 from zerotui.core.estimate import calibration as cal
 
 
-def communicators(plan: Any, ranks: int = 1, saves_checkpoints: bool = True, shared: bool = False) -> int:
-    """NCCL communicators' worth of memory one process holds at its peak (the module docstring).
-    ``saves_checkpoints``: False only for a process that never calls DeepSpeed's save_checkpoint (the
-    benchmarks' harness). ``shared``: the groups share one communicator's buffers (Job.nccl_shared)."""
-    if shared and ranks == 1:
-        return 1
+def communicators(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> int:
+    """NCCL communicators one process holds at its peak (the module docstring). ``saves_checkpoints``:
+    False only for a process that never calls DeepSpeed's save_checkpoint (the benchmarks' harness)."""
     zero_group = ranks > 1 or plan.method == "qlora" or plan.stage < 3 or plan.precision == "fp16"
     default_group = ranks > 1 or plan.stage == 3 or saves_checkpoints
     return int(zero_group) + int(default_group)
 
 
-def second_communicator(plan: Any, ranks: int = 1, saves_checkpoints: bool = True, shared: bool = False) -> bool:
-    """Whether the run holds a second NCCL communicator's memory at its peak."""
-    return communicators(plan, ranks, saves_checkpoints, shared) > 1
+def second_communicator(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> bool:
+    """Whether the run holds a second NCCL communicator at its peak."""
+    return communicators(plan, ranks, saves_checkpoints) > 1
 
 
-def context_bytes(plan: Any, ranks: int = 1, saves_checkpoints: bool = True, shared: bool = False) -> int:
+def context_bytes(plan: Any, ranks: int = 1, saves_checkpoints: bool = True) -> int:
     """Bytes one process of a ``ranks``-process run holds outside the allocator for ``plan``."""
-    extra = cal.SECOND_COMMUNICATOR_BYTES if second_communicator(plan, ranks, saves_checkpoints, shared) else 0
+    extra = cal.SECOND_COMMUNICATOR_BYTES if second_communicator(plan, ranks, saves_checkpoints) else 0
     return cal.CUDA_CONTEXT_BYTES + extra

@@ -17,7 +17,6 @@ from typing import Any, Optional
 
 from zerotui.core.deepspeed.config import bucket_sizes
 from zerotui.core.estimate.activations import LoraShape
-from zerotui.core.hardware.nccl_share import shares_one_communicator
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.model import kernels
 from zerotui.core.model.spec import ModelSpec, lora_targets_found
@@ -42,7 +41,6 @@ class Job:
     liger: bool = False        # Liger's kernels (core/model/kernels.py): leaner norms and MLP activations
     fused_ce: bool = False     # ... and its fused linear cross-entropy: no full logits
     expandable: bool = False   # PyTorch's allocator grows segments in place (core/plan/allocator.py)
-    nccl_shared: bool = False  # the NCCL groups share one communicator (core/hardware/nccl_share.py)
 
     @property
     def weight_bytes(self) -> float:
@@ -69,9 +67,7 @@ class Job:
 
 
 def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str, str]] = None) -> Job:
-    """``env``: the environment the run will start from (this process's when None), for the allocator
-    and NCCL's communicators."""
-    env = os.environ if env is None else env
+    """``env``: the environment the run will start from (this process's when None), for the allocator."""
     on_gpu = hw.gpu_count > 0
     n_local = plan.gpus_per_node(hw.gpu_count)
     p = 4 if plan.precision == "fp32" else 2
@@ -89,7 +85,7 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str,
                buckets=bucket_sizes(plan, spec), quant_numel=sum(n * c for n, c in quantised),
                quant_largest=max((n for n, _ in quantised), default=0),
                liger=fused.liger, fused_ce=fused.fused_ce,
-               expandable=allocator.expandable_in_effect(env), nccl_shared=shares_one_communicator(env))
+               expandable=allocator.expandable_in_effect(os.environ if env is None else env))
 
 
 def quant_bytes_per_weight(plan: Any) -> float:

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any, Callable, Mapping, Optional
 
 from zerotui.core.deepspeed.opbuild import clear_stale_build_locks, put_interpreter_bin_on_path
-from zerotui.core.hardware.nccl_share import SPLIT_SHARE_ENV, binds_device
 
 #: Minutes a collective may wait for the other ranks before the process group gives up
 #: (deepspeed/constants.py reads DEEPSPEED_TIMEOUT; ``init_distributed`` also passes it on). A hung or
@@ -72,41 +71,13 @@ def init_distributed() -> tuple[int, int]:
 
         # DeepSpeed's CPU accelerator would pick oneCCL when installed; gloo is what is tested here.
         backend = "gloo" if get_accelerator().device_name() == "cpu" else None
-        if backend is None:
-            _init_nccl_sharing_one_communicator(collective_timeout())
         # The timeout is passed, not left to DeepSpeed's import-time default, so that the value the
-        # launcher's environment holds is the one in force. DeepSpeed adopts a group made above.
+        # launcher's environment holds is the one in force.
         deepspeed.init_distributed(dist_backend=backend, timeout=collective_timeout())
         _default_timeout_for_new_groups(collective_timeout())
         if backend == "gloo":
             _release_shm_name()
     return dist.get_rank(), dist.get_world_size()
-
-
-def _init_nccl_sharing_one_communicator(timeout: Any) -> None:
-    """Make the NCCL default group now, bound to this rank's GPU, so that DeepSpeed's groups share its buffers.
-
-    A DeepSpeed run uses two process groups: ZeRO's collectives run on DeepSpeed's clone of the world
-    group, and the default group serves ``save_checkpoint``'s barrier and stage 3's set-up. Made lazily
-    (DeepSpeed's way), each opens an NCCL communicator with its own buffers: 0.34-0.38 GiB of GPU memory
-    each on the H200 (docs/estimator.md, "The CUDA context"). torch splits a new group covering every rank
-    from the default group's communicator (``ncclCommSplit``) when the default group was bound to a device
-    at ``init_process_group``, and NCCL lets the split share the parent's resources when
-    NCCL_COMM_SPLIT_SHARE_RESOURCES=1; the two groups then cost one communicator's memory. Nothing is
-    done when the GPU build lacks NCCL (DeepSpeed then picks its own backend), nor on WSL, where the split
-    fails (core/hardware/nccl_share.py): there DeepSpeed makes its groups as it always has. A user's own
-    NCCL_COMM_SPLIT_SHARE_RESOURCES wins."""
-    import torch
-    import torch.distributed as dist
-
-    if not binds_device() or not (torch.cuda.is_available() and dist.is_nccl_available()):
-        return
-    os.environ.setdefault(SPLIT_SHARE_ENV, "1")
-    # DeepSpeed's launcher gives every rank all chosen GPUs and LOCAL_RANK as its index among them;
-    # DeepSpeed's engine picks the same device (accelerator.set_device(local_rank)).
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-    torch.cuda.set_device(device)
-    dist.init_process_group(backend="nccl", timeout=timeout, device_id=device)
 
 
 def _release_shm_name() -> None:
