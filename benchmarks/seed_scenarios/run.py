@@ -118,6 +118,13 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "1b-lora-ho16": ("1b", dict(method="lora", precision="bf16", stage=2, kernels="auto", lora_targets=ALL_LINEAR,
                                 lora_r=64, micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=False),
                      "seed"),  # LoRA without recompute, Liger
+    # Held out from the expandable base as refitted to 0.4 GiB (2026-12-03, last): ZeRO-1 with the optimizer on
+    # the CPU, the kind the sweep row that forced the refit (w8-s1-cpu-mb2) is, through zerotui's worker,
+    # without and with Liger. Written down by predict.py before they ran.
+    "1b-full-ho17": ("1b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu", kernels="none",
+                                micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho18": ("1b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu", kernels="auto",
+                                micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
