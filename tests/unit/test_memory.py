@@ -64,6 +64,24 @@ def test_stage3_and_offload_move_states_off_the_gpu():
     assert off.breakdown["gpu"]["stage-3 working set"] == 2 * 10**9
 
 
+def test_zero1_with_the_optimizer_offloaded_keeps_its_gradients_between_accumulation_boundaries():
+    """ZeRO-1 reduces gradients only at the accumulation boundary, so with several micro-batches a step
+    the full 16-bit gradients stay on the GPU while the next micro-batch runs, the optimizer on the CPU or
+    not (1b-full-ho17/ho18 allocated 2.05 / 2.30 GiB more than an estimate without them). One micro-batch a
+    step, or ZeRO-2 (gradients move to the host as they come), leave only the staging buffer."""
+    spec = _llama_family_spec("round", ROUND, "test")
+    psi = spec.params_total
+
+    def gpu(stage: int, accum: int) -> dict:
+        plan = Plan(model="round", stage=stage, offload_optimizer="cpu", micro_batch=4, grad_accum=accum,
+                    seq_len=1024, kernels="none")
+        return estimate(plan, gpu_box(), spec).breakdown["gpu"]
+
+    assert gpu(1, 2)["gradients"] == 2 * psi
+    assert "gradients" not in gpu(1, 1) and "gradients" not in gpu(2, 2)
+    assert "optimizer states" not in gpu(1, 2)  # still on the CPU
+
+
 def test_pinned_buffers_round_up_to_powers_of_two():
     assert pinned(4 * 10**9) == 2**32 and pinned(2**30) == 2**30 and pinned(2**30 + 1) == 2**31
     assert pinned(3 * 10**9, pin=False) == 3 * 10**9
@@ -274,9 +292,10 @@ def test_no_seed_scenario_measured_above_its_estimate():
     measured = [r for r in table if not r["oom"]]
     assert all(r["error"] is not None and r["error"] >= -0.03 for r in measured), \
         [(r["scenario"], r["error"]) for r in measured]
-    # Results a-c, the seed's own jobs, within +5%; every row within +10%: the worst is 1b-full-ho15, +9.8%
-    # (ZeRO-3 with the weights on the CPU at 4,096 tokens: 0.6 GiB less allocated than predicted;
-    # docs/seed_scenarios.md). tests/unit/test_margin.py holds every kind of row to -3%.
+    # Results a-c, the seed's own jobs, within +5%; every row within +11%: the worst is 1b-full-ho15, +10.6%
+    # since the expandable base rose to 0.4 GiB (ZeRO-3 with the weights on the CPU at 4,096 tokens: 0.6 GiB
+    # less allocated than predicted; docs/seed_scenarios.md). tests/unit/test_margin.py holds every kind of
+    # row to -3%.
     ours = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a-", "seed-scenarios-b-", "seed-scenarios-c-"))]
     assert len(ours) >= 8 and all(r["error"] <= 0.05 for r in ours), [(r["scenario"], r["error"]) for r in ours]
     # The rows held out for the CUDA-context rule (seed-scenarios-context-ho) over-estimate more: a 1.1B
@@ -284,7 +303,7 @@ def test_no_seed_scenario_measured_above_its_estimate():
     held_out = [r for r in measured if r["file"].startswith("seed-scenarios-context-ho-")]
     assert len(held_out) == 5 and all(r["error"] <= 0.20 for r in held_out), [(r["scenario"], r["error"]) for r in held_out]
     rest = [r for r in measured if r not in held_out]
-    assert all(r["error"] <= 0.10 for r in rest), [(r["scenario"], r["error"]) for r in rest]
+    assert all(r["error"] <= 0.11 for r in rest), [(r["scenario"], r["error"]) for r in rest]
     assert all(r["state"] == "completed" for r in table if r["estimate"] <= 24 * 2**30 and r["state"])
     # the plan forced past the budget went out of memory under its cap, as the budget said it would
     ooms = [r for r in table if r["oom"]]
