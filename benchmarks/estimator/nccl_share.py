@@ -15,6 +15,9 @@ communicators NCCL's log says were made:
   splitting the default group's communicator (``ncclCommSplit``), NCCL_COMM_SPLIT_SHARE_RESOURCES=0;
 - ``shared``: the same with NCCL_COMM_SPLIT_SHARE_RESOURCES=1, the split sharing its parent's buffers.
 
+``step_s`` times the first three steps, the first of which makes DeepSpeed's communicators in the
+``deepspeed`` mode: not comparable across modes.
+
 Run on 2026-12-03 (benchmarks/results/nccl-share-2026-12-03.json): ``shared`` held 2.15 GiB outside the
 allocator against 2.28 for the other two; docs/estimator.md ("The CUDA context") says why zerotui kept
 DeepSpeed's way.
@@ -106,10 +109,15 @@ def main() -> int:
         for mode in MODES:
             env = dict(os.environ, NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT")
             env.pop("NCCL_COMM_SPLIT_SHARE_RESOURCES", None)
-            if mode == "bound":
-                env["NCCL_COMM_SPLIT_SHARE_RESOURCES"] = "0"
-            r = subprocess.run([sys.executable, "-m", "benchmarks.estimator.nccl_share", "--child", mode, str(stage)],
-                               env=env, capture_output=True, text=True, timeout=300)
+            if mode != "deepspeed":
+                env["NCCL_COMM_SPLIT_SHARE_RESOURCES"] = "1" if mode == "shared" else "0"
+            try:
+                r = subprocess.run([sys.executable, "-m", "benchmarks.estimator.nccl_share", "--child", mode,
+                                    str(stage)], env=env, capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired as err:  # a hung communicator is a result too
+                out["rows"].append({"mode": mode, "stage": stage, "error": f"no result in {err.timeout:.0f} s"})
+                print(json.dumps(out["rows"][-1]), flush=True)
+                continue
             log = r.stdout + r.stderr
             row = next((json.loads(l[4:]) for l in r.stdout.splitlines() if l.startswith("ROW ")),
                        {"mode": mode, "stage": stage, "error": log[-2000:]})
@@ -124,8 +132,8 @@ def main() -> int:
             print(json.dumps({k: row.get(k) for k in ("mode", "stage", "outside_gib", "reserved_gib",
                                                       "nccl_init_complete", "rc", "destroyed", "step_s",
                                                       "error")}), flush=True)
-    if a.out:
-        a.out.write_text(json.dumps(out, indent=1))
+            if a.out:  # after every row, so a later hang loses nothing
+                a.out.write_text(json.dumps(out, indent=1))
     return 0
 
 

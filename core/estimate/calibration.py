@@ -37,9 +37,9 @@ FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
 FRAGMENTATION_GRADIENT_SHARE = 0.25
 #: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
-#: 2026-12-02), fitted the same way on the 26 rows measured with them (seed-scenarios-expandable-*,
-#: speed-alloc-*, ho6-alloc-expandable: reserved - allocated 0.07-4.04 GiB); the 42 sweep rows run with
-#: them on 2026-12-03 (benchmarks/estimator/data/sweep*-expandable-raw.jsonl) leave the fit where it was. The first 13 gave a 0.1 GiB
+#: 2026-12-02), fitted the same way on the 78 rows measured with them: 29 through zerotui's worker
+#: (seed-scenarios-expandable-*, speed-alloc-*, ho6-alloc-expandable) and the 49 sweep rows of
+#: benchmarks/estimator/data/sweep*-expandable-raw.jsonl (reserved - allocated 0.07-10.6 GiB). The first 13 gave a 0.1 GiB
 #: base and loss 0.45; 10 rows of 2026-12-03 (ZeRO-1, weights offloaded, bf16 ZeRO-2, the seed plans,
 #: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
 #: three more predicted before they ran with the refit (none more than 3% short; +13.0% on fp16 ZeRO-1, +10.8% on

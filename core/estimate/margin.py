@@ -47,8 +47,8 @@ gradients, so it gets no guard. The cause in DeepSpeed's fp16 offload path was n
 
 Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (core/plan/allocator.py;
 QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
-another and most holes never form. The 26 plans run that way (2026-12-02 and -03) held 0.07-4.04 GiB
-beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
+another and most holes never form. The 29 plans run that way through zerotui's worker (2026-12-02 and
+-03) held 0.07-4.04 GiB beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
 (calibration.py's EXPANDABLE_*: a 0.4 GiB base, the loss and gather shares, nothing for recompute or
 gradients). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
 the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
