@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-GIB = 1024**3
+from benchmarks.estimator.context import _outside
+
 MODES = ("deepspeed", "bound", "shared")
 STAGES = (2, 3)
 
@@ -79,11 +80,7 @@ def child(mode: str, stage: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         engine.save_checkpoint(tmp, tag="t")
     step()
-    torch.cuda.synchronize()
-    used = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used
-    row = {"mode": mode, "stage": stage, "nvml_used_gib": round(used / GIB, 3),
-           "reserved_gib": round(torch.cuda.memory_reserved() / GIB, 3),
-           "outside_gib": round((used - torch.cuda.memory_reserved()) / GIB, 3),
+    row = {"mode": mode, "stage": stage, **_outside(),  # NVML used, reserved, and their difference
            "split_share_env": os.environ.get("NCCL_COMM_SPLIT_SHARE_RESOURCES"),
            "init_s": round(init_s, 2), "step_s": round(steps_s, 3)}
     print("ROW " + json.dumps(row), flush=True)
