@@ -4,7 +4,8 @@
 
 The features are the bytes each source churns (core/estimate/margin.py ``sources``, as the estimator
 computes them for each row's plan) and ``errors`` combines them as ``margin.combine`` does: base +
-the larger of loss and gather + recompute + gradients + the first-step segment (no constant), raised to
+the larger of loss and gather + recompute + gradients + the first-step segment (no constant; with
+expandable segments only where margin.first_step_fits says the step does not fit), raised to
 the ZeRO-3 long-sequence floor where that applies (not fitted), plus allocated and the CUDA context.
 The grid picks the constants by ``score``: safety first (rows more than 3% short, then how far the
 worst row is below ``SAFE_UNDER``), then the fewest rows outside [−3%, +5%], then the narrowest band
@@ -60,6 +61,9 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
     floor = np.array([zero3_long_sequence_floor(r["job"], r["allocated_est"], 0.0) for r in rows])
     return {"feats": feats, "floor": floor, "alloc": np.array([r["allocated_est"] for r in rows]),
             "first": np.array([r["margin_sources"]["first step"] for r in rows]),
+            # margin.first_step_fits: expandable rows whose first step fits in what step 0 freed
+            "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
+            "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),
             "guard": np.array([fp16_offload_guard(r["job"]) for r in rows]),
             "measured": np.array([measured_total(r) for r in rows], dtype=float)}
@@ -80,7 +84,8 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
     loss_gather = np.maximum(share("loss"), share("gather")) if overlap else share("loss") + share("gather")
     m = share("base") + loss_gather + share("recompute") + share("gradients")
-    return np.maximum(m + d["first"] + d["guard"], d["floor"])
+    fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
+    return np.maximum(m + np.where(fits, 0.0, d["first"]) + d["guard"], d["floor"])
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:

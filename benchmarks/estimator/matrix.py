@@ -168,6 +168,22 @@ SWEEP2: list[Config] = [
     _c("n-s1-cpu-mb4-ckpt", "llama-2b-49k", stage=1, micro_batch=4, seq_len=2048, grad_ckpt=True, **CPU),
 ]
 
+# Sweep 3: held out for the first step's room (core/estimate/margin.py, first_step_fits), chosen on
+# 2026-12-03 before they ran to straddle the rule's threshold: by the estimator, what step 0's optimizer
+# step creates is 0.73-1.06 of what its forward and backward freed (the rule: at most 0.9 fits).
+SWEEP3: list[Config] = [
+    _c("h-a-s1-mb2-s4096-ga2", "llama-1.1b", stage=1, micro_batch=2, grad_accum=2, seq_len=4096),
+    _c("h-a-s2-mb2-s4096", "llama-1.1b", stage=2, micro_batch=2, seq_len=4096),
+    _c("h-a-s2-fp16-mb8-s4096-ckpt", "llama-1.1b", stage=2, precision="fp16", micro_batch=8, seq_len=4096,
+       grad_ckpt=True),
+    _c("h-w8-s2-mb4-s4096", "llama-7b-l8", stage=2, micro_batch=4, seq_len=4096),
+    _c("h-v-s2-mb2-s4096-ga2-ckpt", "llama-1b-128k", stage=2, micro_batch=2, grad_accum=2, seq_len=4096,
+       grad_ckpt=True),
+    _c("h-n-s2-mb8-s4096-ckpt", "llama-2b-49k", stage=2, micro_batch=8, seq_len=4096, grad_ckpt=True),
+    _c("h-v-s2-mb1-s4096-ga2", "llama-1b-128k", stage=2, micro_batch=1, grad_accum=2, seq_len=4096),
+    _c("h-v-s2-mb4-s2048-ckpt", "llama-1b-128k", stage=2, micro_batch=4, seq_len=2048, grad_ckpt=True),
+]
+
 DRY: list[Config] = [
     _c("dry-s2-mb2", "dry-a", steps=2, stage=2, micro_batch=2, seq_len=64),
     _c("dry-s3-ckpt", "dry-b", steps=2, stage=3, micro_batch=2, seq_len=64, grad_ckpt=True, grad_accum=2),
@@ -179,7 +195,7 @@ DRY: list[Config] = [
        seq_len=32),
 ]
 
-SWEEPS: dict[str, list[Config]] = {"sweep1": SWEEP1, "sweep2": SWEEP2, "dry": DRY}
+SWEEPS: dict[str, list[Config]] = {"sweep1": SWEEP1, "sweep2": SWEEP2, "sweep3": SWEEP3, "dry": DRY}
 
 
 def needs_op(cfg: Config) -> str:

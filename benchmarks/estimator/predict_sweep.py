@@ -41,11 +41,32 @@ def score(predictions: Path, raws: list[Path]) -> int:
             print(f"{r['id']:28s} predicted {total:7.2f} measured {measured:7.2f} {errors[-1]:+6.1%}   allocated "
                   f"{alloc:6.2f} vs {r['peak_allocated'] / GIB:6.2f}, margin {margin:5.2f} vs "
                   f"{(r['peak_reserved'] - r['peak_allocated']) / GIB:5.2f}, context {context:4.2f} vs "
-                  f"{(r['nvml_used_peak'] - r['peak_reserved']) / GIB:4.2f}")
+                  f"{(r['nvml_used_peak'] - r['peak_reserved']) / GIB:4.2f}{_step0_growth(r)}")
     if errors:
         print(f"{len(errors)} rows: {min(errors):+.1%} … {max(errors):+.1%}; "
               f"{sum(-0.03 <= e <= 0.05 for e in errors)} within [−3%, +5%], {sum(e < -0.03 for e in errors)} below −3%")
     return 0
+
+
+def _first_step(c: dict) -> str:
+    """Where the first step's segment is a question (margin.first_step_fits): what the step creates as a
+    share of what step 0 freed, and the estimator's answer."""
+    first = c["margin_sources"]["first step"]
+    if not first or not c["job"].expandable:
+        return ""
+    holes = c["margin_est"] - c["margin_terms"]["first step"]
+    share = c["step_new"] / (c["step_room"] + holes)
+    return f"   first step: {share:.2f} of step 0's room, " + ("fits" if not c["margin_terms"]["first step"]
+                                                               else f"grows the segment ({first / GIB:.2f} GiB)")
+
+
+def _step0_growth(r: dict) -> str:
+    """What step 0's optimizer step added to the reserved pool, where the row has per-phase figures."""
+    first = [m for m in r.get("micro_steps", []) if m["step"] == 0]
+    if not first:
+        return ""
+    before = max(max(m["fwd_reserved"], m["bwd_reserved"]) for m in first)
+    return f", step 0 grew the pool {(first[-1]['step_reserved'] - before) / GIB:5.2f}"
 
 
 def main() -> int:
@@ -66,7 +87,7 @@ def main() -> int:
             c = components(cfg.plan_fields(), spec, a.alloc_conf, saves=False)  # the harness never saves
             total = c["allocated_est"] + c["margin_est"] + c["context"]
             print(f"{name} {cfg.id:30s} {c['allocated_est'] / GIB:7.2f} + {c['margin_est'] / GIB:5.2f} + "
-                  f"{c['context'] / GIB:4.2f} = {total / GIB:7.2f}", flush=True)
+                  f"{c['context'] / GIB:4.2f} = {total / GIB:7.2f}{_first_step(c)}", flush=True)
     return 0
 
 

@@ -98,6 +98,14 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     return block if block > largest_transient_block(job, lg, gathered) else 0.0
 
 
+def first_step_fits(job, room: float, new: float, holes: float) -> bool:
+    """With expandable segments, whether the first optimizer step's new tensors (Adam's moments and the
+    fp32 gradient copy: ``new``) fit in what step 0's forward and backward freed (``room``, the
+    allocation, plus the ``holes`` the margin's other terms give it), so the segment does not grow for
+    them: then the first-step term is 0 (the module docstring, "Expandable segments")."""
+    return job.expandable and new <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (room + holes)
+
+
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
             step_transient: float) -> dict[str, float]:
     """The bytes each source churns, before its share (the fit's features): the module docstring."""
