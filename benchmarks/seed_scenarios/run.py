@@ -125,6 +125,15 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     "1b-full-ho18": ("1b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu", kernels="auto",
                                 micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
+    # Held out from the first-step rule (core/estimate/margin.py, first_step_fits) and from stage 0's
+    # gradients, which autograd makes weight by weight as backward frees activations (gpu.py): ZeRO-0 and
+    # ZeRO-2 full fine-tunes through zerotui's worker with Liger. Written down by predict.py before they ran.
+    "1b-full-ho19": ("1b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=8, grad_accum=1,
+                                seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho20": ("1b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=8, grad_accum=1,
+                                seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho21": ("1b", dict(method="full", precision="fp16", stage=2, kernels="auto", micro_batch=6, grad_accum=1,
+                                seq_len=2048, grad_ckpt=False), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

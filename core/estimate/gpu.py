@@ -141,7 +141,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         "backward": {"gradients": grads_prev, "activations": saved, "logits/loss": lg["backward_peak"]},
         "step": {"gradients": grads, "optimizer step (fp32 gradients)": step_transient},
     }
-    if grads:
+    if grads and job.stage in (1, 2):
         phases["grads"] = {"gradients": grads, "activations": saved, "logits/loss": lg["grad_logits"]}
     recompute = (tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, zero3_linear,
                                                     liger=job.liger) if plan.grad_ckpt else 0.0)

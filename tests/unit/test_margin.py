@@ -141,3 +141,33 @@ def test_loss_and_gathers_share_their_holes():
             assert loss > gather and terms["gather"] == 0
         else:
             assert gather > loss and terms["gather"] > 0
+
+
+def test_with_expandable_segments_the_first_step_adds_a_segment_only_when_it_cannot_fit_in_what_step_zero_freed():
+    """Sweeps 1 and 2's per-phase figures (core/estimate/margin.py, first_step_fits): at step 0 Adam's
+    moments and the fp32 gradient copy are created in the space that step's activations freed, and the
+    pool grows only when they do not fit. A 1.1B ZeRO-2 full fine-tune at 16 x 2,048 tokens frees ~70 GiB
+    for 12 GiB of new tensors: no first-step term. At 1 x 1,024 tokens it frees about 1 GiB: the term is
+    the whole copy. PyTorch's default allocator keeps its own rule (the copy needs a block no freed one
+    holds)."""
+    spec = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
+                                           "num_attention_heads": 32, "num_key_value_heads": 4,
+                                           "intermediate_size": 5632, "vocab_size": 32000}, "test")
+
+    def peak(micro_batch, seq_len, env):
+        job = job_for(Plan(model="llama-1b", method="full", stage=2, micro_batch=micro_batch, seq_len=seq_len,
+                           kernels="none"), spec, _box(), env=env)
+        return job, gpu.peak(job, gpu.model_states(job))
+
+    default = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
+    for mb, seq, fits in ((16, 2048, True), (1, 1024, False)):
+        job, p = peak(mb, seq, {})
+        assert job.expandable
+        copy = p.margin_sources["first step"]
+        assert copy == pytest.approx(4 * job.psit)  # the segment the step would need
+        holes = p.margin - p.margin_terms["first step"]
+        assert (p.step_new <= 0.9 * (p.step_room + holes)) is fits
+        assert p.margin_terms["first step"] == (0.0 if fits else copy)
+        assert p.step_new == pytest.approx(8 * job.psit + 6 * job.psit)  # moments + fp32 copy and step buffers
+    job, p = peak(1, 1024, default)
+    assert not job.expandable and p.margin_terms["first step"] == p.margin_sources["first step"] > 0
