@@ -30,12 +30,16 @@ SECOND_COMMUNICATOR_BYTES = int(2.28 * GIB) - CUDA_CONTEXT_BYTES
 #: stages 1-2 got a second communicator, then when the communicators were traced (cuda_context.py): the
 #: sweeps' harness never saves a checkpoint and holds one at stages 0-2, so those rows lost 0.34 GiB of
 #: context that had been covering their margin (w8-s1-cpu-mb2 went to -4.8%, a-s2-cpu-mb8-ga2-ckpt to
-#: -3.8%), and the fit raised the base from 0.5 GiB.
+#: -3.8%), and the fit raised the base from 0.5 GiB. The gradient share went 0.25 -> 1.0 the same day,
+#: when stage 0 lost its gradient moment (gpu.py): the 1.1B ZeRO-0 Liger plan's allocation became exact
+#: (36.44 -> 34.76 GiB, measured 34.77), which left its 8.1 GiB of default-allocator holes to the margin
+#: (-5.9% with 0.25; -2.5% now). Per-weight gradients made in backward between activation blocks are
+#: this allocator's source of holes that the gradient term stands for.
 FRAGMENTATION_BASE_BYTES = int(0.8 * GIB)
 FRAGMENTATION_LOSS_SHARE = 0.45
 FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
-FRAGMENTATION_GRADIENT_SHARE = 0.25
+FRAGMENTATION_GRADIENT_SHARE = 1.0
 #: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
 #: 2026-12-02), fitted the same way on the 78 rows measured with them: 29 through zerotui's worker
 #: (seed-scenarios-expandable-*, speed-alloc-*, ho6-alloc-expandable) and the 49 sweep rows of
@@ -44,9 +48,12 @@ FRAGMENTATION_GRADIENT_SHARE = 0.25
 #: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
 #: three more predicted before they ran with the refit (none more than 3% short; +13.0% on fp16 ZeRO-1, +10.8% on
 #: ZeRO-3 at 4k tokens) moved them to these, with stage 1's first-step segment made smaller (margin.py).
-#: No recompute or gradient share. The base went from 0.3 to 0.4 GiB when sweep 1's last seven rows ran
+#: No recompute share. The base went from 0.3 to 0.4 GiB when sweep 1's last seven rows ran
 #: (2026-12-03, predicted first): w8-s1-cpu-mb2 (ZeRO-1, optimizer on the CPU) came out 3.2% short, 1.34
-#: GiB beyond allocated where the margin gave 0.81.
+#: GiB beyond allocated where the margin gave 0.81. The gradient share went 0 -> 0.25 with the first-step
+#: rule (margin.first_step_fits, 2026-12-03): without the copy on the rows whose step fits, stages 1-2
+#: showed 1-2 GiB more forward/backward holes than the loss term gives (a-s2-mb4-ga4: 2.67 GiB held,
+#: 1.43 from base and loss).
 EXPANDABLE_BASE_BYTES = int(0.4 * GIB)
 EXPANDABLE_LOSS_SHARE = 0.35
 EXPANDABLE_RECOMPUTE_SHARE = 0.0

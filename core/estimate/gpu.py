@@ -4,7 +4,8 @@ The peak is the largest of the moments a training step goes through, each a sum 
 
     forward    model states + gradients kept from earlier micro-batches + activations + logits/loss
     backward   the same with the loss's fp32 gradients (the usual peak)
-    grads      a stage-0/1/2 gradient buffer appearing while every activation is still held
+    grads      a stage-1/2 gradient buffer appearing while every activation is still held (stage 0 has
+               none: autograd makes each weight's gradient as backward frees its layer's activations)
     recompute  (checkpointing) one layer rebuilt with its gradients, late in backward
     step       model states + gradients + the optimizer step's fp32 gradient copy
 """
@@ -141,6 +142,10 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         "backward": {"gradients": grads_prev, "activations": saved, "logits/loss": lg["backward_peak"]},
         "step": {"gradients": grads, "optimizer step (fp32 gradients)": step_transient},
     }
+    # ZeRO-1/2 reduce into a flat buffer made at the first bucket, while nearly every activation is held.
+    # Stage 0 has no such buffer: the 1.1B Liger plan (ZeRO-0, 16 x 1,024, one micro-batch a step) peaked
+    # at 34.77 GiB allocated on both allocators, its forward; with its 2.05 GiB of gradients beside every
+    # activation it would be 36.44 (speed-1b-kernels-2026-12-01, speed-alloc-1b-fit-2026-12-02).
     if grads and job.stage in (1, 2):
         phases["grads"] = {"gradients": grads, "activations": saved, "logits/loss": lg["grad_logits"]}
     recompute = (tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, zero3_linear,

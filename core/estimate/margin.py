@@ -58,6 +58,18 @@ after both ran, from what is in effect one measurement: their step-phase peaks, 
 alone, were identical to the byte; fp32 keeps the whole copy, unmeasured). The fp16 offload guard goes (its row's excess was the
 default allocator's holes: 3.68 -> 1.55 GiB).
 
+Where the first step goes with expandable segments (2026-12-03, from the per-phase figures of both
+sweeps): torch creates Adam's moments at the first step, so step 0's forward and backward run without
+them, and the step's new tensors (the moments and the fp32 gradient copy) land in what that backward freed
+when they fit there. Every later step's activations then grow the segment by the moments' size, and the
+steady margin is step 0's forward/backward holes alone (a-s2-mb8-ga2: 3.33 GiB of holes at step 0,
+3.31 at the peak; v-s2-mb4-s2048 4.41 and 4.41). Where they did not fit, the step grew the segment
+(w8-s2-mb4 by 16.2 GiB, b3-s2-mb2 by 25.9) and the first-step term stays. ``first_step_fits`` decides
+by what the step creates against what step 0 freed plus the margin's other terms, in the estimator's own
+figures: on the rows with phases, 0.04-0.82 fit and 1.27-5.15 grew (calibration.py's
+EXPANDABLE_FIRST_STEP_ROOM_SHARE sits between). With the first step gone from the rows that fit, the fit
+found stages 1-2's holes larger than the loss term alone gives, and took a gradient share of 0.25.
+
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
 of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
 see it), one fit per allocator; docs/estimator.md has both.

@@ -72,16 +72,17 @@ def _box() -> Hardware:
                     ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
 
 
-def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_target_but_four(rows):
+def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_target_but_three(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
     that way the estimate is never more than 3% below the measured peak. Through zerotui's worker it is
-    within +5% above it on all but four: 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with
-    Liger: 0.6 GiB less allocated than predicted, +10.6%, the safe side), and three rows that went just past
-    +5% (+5.1 … +5.3%) when the base rose 0.3 -> 0.4 GiB for w8-s1-cpu-mb2 (2026-12-03: 3.2% short as
-    predicted). The sweeps' 49 rows (their harness: no fused kernels, full fp32 logits) come out up to +16.2%:
-    the loss and first-step terms are summed where most of those rows held less than either
-    (docs/estimator.md). In sample: the rows chose calibration.py's EXPANDABLE_* shares; docs/estimator.md has
-    the out-of-sample figures."""
+    within +5% above it on all but three: 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with
+    Liger: 0.6 GiB less allocated than predicted, +10.6%, the safe side), 1b-full-ho14 (fp16 ZeRO-1, whose
+    step grows the segment and sets the peak: +7.3% since the gradient share went to 0.25) and the 7B LoRA
+    `fit` pick of expandable-c (+5.3%). The 1.1B ZeRO-0 Liger plan came within target (+6.5% -> +2.0%)
+    when stage 0 lost its gradient moment (gpu.py). The sweeps' rows (their harness: no fused kernels,
+    full fp32 logits) come out up to +15.2% (a-s2-mb1-s8192-ckpt, whose step grows the segment by less
+    than the copy the term adds). In sample: the rows chose calibration.py's EXPANDABLE_* shares;
+    docs/estimator.md has the out-of-sample figures."""
     from benchmarks.estimator.fit_margin import group
     from benchmarks.estimator.margin_table import total_error
 
@@ -92,10 +93,9 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_withi
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), [(r["id"], round(total_error(r), 4)) for r in mine]
     over = sorted(r["id"] for r in worker if total_error(r) > 0.05)
-    assert over == ["1b-alloc expandable", "1b-full-ho14 (expandable-h)", "1b-full-ho15 (expandable-h)",
-                    "7b-lora-fit (expandable-c)"], over
+    assert over == ["1b-full-ho14 (expandable-h)", "1b-full-ho15 (expandable-h)", "7b-lora-fit (expandable-c)"], over
     assert all(total_error(r) <= 0.11 for r in worker)
-    assert max(total_error(r) for r in sweeps) <= 0.17  # 0.162 (a-s2-mb16-ckpt) on 2026-12-03
+    assert max(total_error(r) for r in sweeps) <= 0.155  # 0.152 (a-s2-mb1-s8192-ckpt) on 2026-12-03
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():
