@@ -5,8 +5,9 @@ Three sources, each with the plan it ran and PyTorch's peaks as recorded:
     seed scenarios  benchmarks/results/seed-scenarios-*.json (zerotui's worker, 24 GiB cap)
     sweeps          benchmarks/estimator/data/sweep{1,2}-raw.jsonl, rows that started in a fresh worker
                     (a reused worker's reserved pool holds earlier rows' segments), and
-                    sweep{1,2}-expandable-raw.jsonl (2026-12-03: expandable segments, every row in a
-                    process of its own; sweep 2's rows rebuilt from the printed summary, no phases)
+                    sweep{1,2,3}-expandable-raw.jsonl (2026-12-03: expandable segments, every row in a
+                    process of its own; some of sweep 2's rows rebuilt from the printed summary, no
+                    phases; sweep 3 held out for the first-step rule)
     speed rows      benchmarks/results/speed-*.json (zerotui's worker, no cap), one row per distinct plan
 
 Each row names the result file it comes from ("file"): crossval_margin.py holds one file out at a time.
@@ -82,8 +83,10 @@ def seed_rows() -> list[dict[str, Any]]:
 
 def sweep_rows() -> list[dict[str, Any]]:
     out = []
-    for n in (1, 2):
+    for n in (1, 2, 3):
         for name in (f"sweep{n}-raw.jsonl", f"sweep{n}-expandable-raw.jsonl"):
+            if not (DATA / name).exists():  # sweep 3 ran with expandable segments only
+                continue
             for line in (DATA / name).read_text().splitlines():
                 r = json.loads(line) if line.strip() else {}
                 if r.get("status") != "ok" or r["rss_start"] >= 1.2 * GIB:  # fresh worker only (compare.py)

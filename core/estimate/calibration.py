@@ -54,10 +54,10 @@ FRAGMENTATION_GRADIENT_SHARE = 1.0
 #: rule (margin.first_step_fits, 2026-12-03): without the copy on the rows whose step fits, stages 1-2
 #: showed 1-2 GiB more forward/backward holes than the loss term gives (a-s2-mb4-ga4: 2.67 GiB held,
 #: 1.43 from base and loss).
-EXPANDABLE_BASE_BYTES = int(0.4 * GIB)
-EXPANDABLE_LOSS_SHARE = 0.35
+EXPANDABLE_BASE_BYTES = int(0.6 * GIB)
+EXPANDABLE_LOSS_SHARE = 0.3
 EXPANDABLE_RECOMPUTE_SHARE = 0.0
-EXPANDABLE_GATHER_SHARE = 1.0
+EXPANDABLE_GATHER_SHARE = 0.75
 EXPANDABLE_GRADIENT_SHARE = 0.25
 #: With expandable segments the first optimizer step adds no segment when what it creates (Adam's moments,
 #: the fp32 gradient copy) is at most this share of what step 0's forward and backward freed

@@ -169,7 +169,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     allocated = sum(g.values())
     src = sources(job, g, lg, grads, recompute, step_transient)
     terms = margin_terms(src, job.expandable)
-    if first_step_fits(job, step_room, step_new, sum(terms.values()) - terms["first step"]):
+    if first_step_fits(job, step_room, step_new, sum(terms.values()) - terms["first step"] - terms["base"]):
         terms["first step"] = 0.0
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))

@@ -70,9 +70,9 @@ def test_the_harness_rows_hold_the_context_the_rule_gives_them():
     sys.path.insert(0, str(REPO))
     from benchmarks.estimator.matrix import SWEEPS
 
-    cfgs = {c.id: c for name in ("sweep1", "sweep2") for c in SWEEPS[name]}
+    cfgs = {c.id: c for name in ("sweep1", "sweep2", "sweep3") for c in SWEEPS[name]}
     seen = 0
-    for n in (1, 2):
+    for n in (1, 2, 3):
         for line in (REPO / f"benchmarks/estimator/data/sweep{n}-expandable-raw.jsonl").read_text().splitlines():
             r = json.loads(line)
             measured = r["nvml_used_peak"] - r["peak_reserved"]
@@ -80,7 +80,7 @@ def test_the_harness_rows_hold_the_context_the_rule_gives_them():
                                       saves_checkpoints=False)
             assert abs(predicted - measured) <= 0.06 * GIB, (r["id"], measured / GIB, predicted / GIB)
             seen += 1
-    assert seen == 49
+    assert seen == 57
 
 
 def test_several_ranks_get_the_larger_context_and_the_budget_counts_the_plans_own():

@@ -33,7 +33,7 @@ def test_no_committed_row_measured_more_than_3pct_above_its_estimate(rows):
     from benchmarks.estimator.margin_table import total_error
 
     assert len(rows) >= 41
-    assert {r["source"] for r in rows} == {"seed", "sweep1", "sweep2", "speed"}
+    assert {r["source"] for r in rows} == {"seed", "sweep1", "sweep2", "sweep3", "speed"}
     short = [(r["id"], round(total_error(r), 4)) for r in rows if total_error(r) < -0.03]
     assert not short
 
@@ -72,30 +72,30 @@ def _box() -> Hardware:
                     ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
 
 
-def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_target_but_three(rows):
+def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_ten_percent(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker it is
-    within +5% above it on all but three: 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with
-    Liger: 0.6 GiB less allocated than predicted, +10.6%, the safe side), 1b-full-ho14 (fp16 ZeRO-1, whose
-    step grows the segment and sets the peak: +7.3% since the gradient share went to 0.25) and the 7B LoRA
-    `fit` pick of expandable-c (+5.3%). The 1.1B ZeRO-0 Liger plan came within target (+6.5% -> +2.0%)
-    when stage 0 lost its gradient moment (gpu.py). The sweeps' rows (their harness: no fused kernels,
-    full fp32 logits) come out up to +15.2% (a-s2-mb1-s8192-ckpt, whose step grows the segment by less
-    than the copy the term adds). In sample: the rows chose calibration.py's EXPANDABLE_* shares;
-    docs/estimator.md has the out-of-sample figures."""
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 22 of
+    the 29 rows are within +5% above it; the other seven are +5.1% … +9.9% (the base rose 0.4 -> 0.6 GiB
+    when sweep 3's held-out rows came in: h-a-s1-mb2-s4096-ga2 was 3.1% short as predicted). The worst is
+    1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less allocated than
+    predicted). The sweeps' rows (their harness: no fused kernels, full fp32 logits) come out up to +15.4%
+    (a-s2-mb1-s8192-ckpt, whose step grows the segment by less than the copy the term adds). In sample:
+    the rows chose calibration.py's EXPANDABLE_* shares; docs/estimator.md has the out-of-sample figures."""
     from benchmarks.estimator.fit_margin import group
     from benchmarks.estimator.margin_table import total_error
 
     mine = group(rows, True)
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
-    assert len(worker) == 29 and len(sweeps) == 49
+    assert len(worker) == 29 and len(sweeps) == 57
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), [(r["id"], round(total_error(r), 4)) for r in mine]
     over = sorted(r["id"] for r in worker if total_error(r) > 0.05)
-    assert over == ["1b-full-ho14 (expandable-h)", "1b-full-ho15 (expandable-h)", "7b-lora-fit (expandable-c)"], over
-    assert all(total_error(r) <= 0.11 for r in worker)
-    assert max(total_error(r) for r in sweeps) <= 0.155  # 0.152 (a-s2-mb1-s8192-ckpt) on 2026-12-03
+    assert over == ["1b-full-ho14 (expandable-h)", "1b-full-ho15 (expandable-h)", "1b-full-ho8 (expandable-b)",
+                    "1b-lora-ho11 (expandable-b)", "1b-qlora-alloc expandable", "1b-qlora-ho10 (expandable-b)",
+                    "7b-lora-fit (expandable-c)"], over
+    assert all(total_error(r) <= 0.10 for r in worker)
+    assert max(total_error(r) for r in sweeps) <= 0.16  # 0.154 (a-s2-mb1-s8192-ckpt) on 2026-12-03
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():
