@@ -41,8 +41,8 @@ FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
 FRAGMENTATION_GRADIENT_SHARE = 1.0
 #: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
-#: 2026-12-02), fitted the same way on the 78 rows measured with them: 29 through zerotui's worker
-#: (seed-scenarios-expandable-*, speed-alloc-*, ho6-alloc-expandable) and the 49 sweep rows of
+#: 2026-12-02), fitted the same way on the 86 rows measured with them: 29 through zerotui's worker
+#: (seed-scenarios-expandable-*, speed-alloc-*, ho6-alloc-expandable) and the 57 sweep rows of
 #: benchmarks/estimator/data/sweep*-expandable-raw.jsonl (reserved - allocated 0.07-10.6 GiB). The first 13 gave a 0.1 GiB
 #: base and loss 0.45; 10 rows of 2026-12-03 (ZeRO-1, weights offloaded, bf16 ZeRO-2, the seed plans,
 #: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
@@ -53,7 +53,9 @@ FRAGMENTATION_GRADIENT_SHARE = 1.0
 #: GiB beyond allocated where the margin gave 0.81. The gradient share went 0 -> 0.25 with the first-step
 #: rule (margin.first_step_fits, 2026-12-03): without the copy on the rows whose step fits, stages 1-2
 #: showed 1-2 GiB more forward/backward holes than the loss term gives (a-s2-mb4-ga4: 2.67 GiB held,
-#: 1.43 from base and loss).
+#: 1.43 from base and loss). Then sweep 3 (2026-12-03, held out for that rule, predicted first) had
+#: h-a-s1-mb2-s4096-ga2 3.1% short (3.12 GiB beyond allocated, 1.94 given): refitted to a 0.6 GiB base,
+#: loss 0.3, gather 0.75 (benchmarks/results/estimator-crossval-2026-12-03d.txt).
 EXPANDABLE_BASE_BYTES = int(0.6 * GIB)
 EXPANDABLE_LOSS_SHARE = 0.3
 EXPANDABLE_RECOMPUTE_SHARE = 0.0

@@ -49,8 +49,8 @@ Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (
 QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
 another and most holes never form. The 29 plans run that way through zerotui's worker (2026-12-02 and
 -03) held 0.07-4.04 GiB beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
-(calibration.py's EXPANDABLE_*: a 0.4 GiB base, the loss and gather shares, nothing for recompute or
-gradients). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
+(calibration.py's EXPANDABLE_*: a 0.6 GiB base, the loss, gather and gradient shares, nothing for
+recompute). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
 the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
 whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
 copy less the 2.05 GiB of 16-bit gradients it is made from, and that is what 16-bit stage 1 gets (set
