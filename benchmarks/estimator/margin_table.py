@@ -26,7 +26,7 @@ def total_error(r: dict) -> float:
 
 def summary(rows: list[dict]) -> dict[str, dict[str, float]]:
     out = {}
-    for name in ("seed", "sweep1", "sweep2", "speed"):
+    for name in sorted({r["source"] for r in rows}):
         errs = [total_error(r) for r in rows if r["source"] == name]
         out[name] = {"rows": len(errs), "worst_under": min(errs), "worst_over": max(errs),
                      "outside_-3_+5": sum(1 for e in errs if e < -0.03 or e > 0.05)}

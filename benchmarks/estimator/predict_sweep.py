@@ -21,6 +21,7 @@ from pathlib import Path
 
 from benchmarks.estimator.margin_rows import GIB, components
 from benchmarks.estimator.matrix import SWEEPS, spec_for
+from zerotui.core.estimate.margin import first_step_share, room_holes
 
 
 LINE = re.compile(r"(sweep\d) (\S+)\s+([\d.]+) \+\s+([\d.]+) \+\s+([\d.]+) =\s+([\d.]+)")
@@ -54,8 +55,7 @@ def _first_step(c: dict) -> str:
     first = c["margin_sources"]["first step"]
     if not first or not c["job"].expandable:
         return ""
-    holes = c["margin_est"] - c["margin_terms"]["first step"]
-    share = c["step_new"] / (c["step_room"] + holes)
+    share = first_step_share(c["step_room"], c["step_new"], room_holes(c["margin_terms"]))
     return f"   first step: {share:.2f} of step 0's room, " + ("fits" if not c["margin_terms"]["first step"]
                                                                else f"grows the segment ({first / GIB:.2f} GiB)")
 

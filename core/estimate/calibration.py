@@ -63,10 +63,11 @@ EXPANDABLE_GATHER_SHARE = 0.75
 EXPANDABLE_GRADIENT_SHARE = 0.25
 #: With expandable segments the first optimizer step adds no segment when what it creates (Adam's moments,
 #: the fp32 gradient copy) is at most this share of what step 0's forward and backward freed
-#: (margin.first_step_fits). Read off the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
-#: process of its own): in the estimator's terms, the rows whose step did not grow the segment had ratios
-#: 0.04-0.82, those whose step grew it 1.27-5.15; two rows without phase figures (c-s2-mb4-ga2 at 0.94,
-#: n-s2-mb4 at 1.08) held margins that only a grown segment explains.
+#: (margin.first_step_fits). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
+#: process of its own) before sweep 3 ran to test it: the rule said which steps grow the segment on all
+#: ten of sweep 3's held-out rows and re-runs. Today, on the 26 expandable rows with phase figures and a
+#: first-step segment, the 15 steps that did not grow it are at 0.20-0.87 of the room and the 11 that did
+#: at 0.93-4.50 (c-s2-mb4-ga2 at 0.93 is the nearest).
 EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated

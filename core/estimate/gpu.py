@@ -23,6 +23,7 @@ from zerotui.core.estimate.activations import (
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
 from zerotui.core.estimate.margin import (
     first_step_fits,
+    room_holes,
     fp16_offload_guard,
     margin_terms,
     sources,
@@ -46,8 +47,8 @@ class GpuPeak:
     phase: str                   # which moment is the peak
     margin_terms: dict[str, float] = field(default_factory=dict)  # its parts (margin.py)
     margin_sources: dict[str, float] = field(default_factory=dict)  # bytes each source churns (margin.py)
-    step_room: float = 0.0       # allocation step 0's forward/backward freed by its optimizer step
-    step_new: float = 0.0        # what that step creates: Adam's moments and its fp32 gradient copy
+    step_room: float = 0.0       # allocation step 0's forward/backward freed before its optimizer step
+    step_new: float = 0.0        # what that step creates: Adam's moments (if not there from the start), its fp32 copy
 
 
 def model_states(job: Job) -> ModelStates:
@@ -158,10 +159,11 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
         g["dequantisation buffer"] = p * job.quant_largest
     # Step 0 runs forward and backward before Adam's moments exist (torch creates them at the first
-    # step): what that step finds freed, and what it creates (margin.first_step_fits).
-    moments = states.parts.get("optimizer states", 0.0)
+    # step; DeepSpeed's stage-0 fp16 optimizer at initialisation, fp16/fused_optimizer.py): what that
+    # step finds freed, and what it creates (margin.first_step_fits).
+    moments = 0.0 if job.stage == 0 else states.parts.get("optimizer states", 0.0)
     busiest = max(sum(v.values()) for k, v in phases.items() if k != "step")
-    step_room = busiest - states.grads
+    step_room = max(0.0, busiest - states.grads)
     step_new = moments + states.step_transient
     for name, v in phases[phase].items():
         if v:
@@ -169,7 +171,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     allocated = sum(g.values())
     src = sources(job, g, lg, grads, recompute, step_transient)
     terms = margin_terms(src, job.expandable)
-    if first_step_fits(job, step_room, step_new, sum(terms.values()) - terms["first step"] - terms["base"]):
+    if first_step_fits(job, step_room, step_new, room_holes(terms)):
         terms["first step"] = 0.0
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
