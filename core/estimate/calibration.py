@@ -66,8 +66,8 @@ EXPANDABLE_GRADIENT_SHARE = 0.25
 #: (margin.first_step_fits). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
 #: process of its own) before sweep 3 ran to test it: the rule said which steps grow the segment on all
 #: ten of sweep 3's held-out rows and re-runs. Today, on the 26 expandable rows with phase figures and a
-#: first-step segment, the 15 steps that did not grow it are at 0.20-0.87 of the room and the 11 that did
-#: at 0.93-4.50 (c-s2-mb4-ga2 at 0.93 is the nearest).
+#: first-step segment, the 15 steps that did not grow it are at 0.20-0.85 of the room and the 11 that did
+#: at 0.92-3.79 (c-s2-mb4-ga2 at 0.92 is the nearest); the held-out 1b-full-ho21 fit at 0.90, as called.
 EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated

@@ -66,8 +66,8 @@ steady margin is step 0's forward/backward holes alone (a-s2-mb8-ga2: 3.33 GiB o
 3.31 at the peak; v-s2-mb4-s2048 4.41 and 4.41). Where they did not fit, the step grew the segment
 (w8-s2-mb4 by 16.2 GiB, b3-s2-mb2 by 25.9) and the first-step term stays. ``first_step_fits`` decides
 by what the step creates against what step 0 freed plus the margin's other terms, in the estimator's own
-figures: on the 26 rows with phases and a first-step segment, 15 fit at 0.20-0.87 and 11 grew at
-0.93-4.50 (calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE, 0.9, sits between; set before sweep 3's ten
+figures: on the 26 rows with phases and a first-step segment, 15 fit at 0.20-0.85 and 11 grew at
+0.92-3.79 (calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE, 0.9, sits between; set before sweep 3's ten
 held-out rows, which it called right). With the first step gone from the rows that fit, the fit
 found stages 1-2's holes larger than the loss term alone gives, and took a gradient share of 0.25.
 
