@@ -84,6 +84,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
     loss_gather = np.maximum(share("loss"), share("gather")) if overlap else share("loss") + share("gather")
     m = share("base") + loss_gather + share("recompute") + share("gradients")
+    # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
     return np.maximum(m + np.where(fits, 0.0, d["first"]) + d["guard"], d["floor"])
 

@@ -23,9 +23,9 @@ from zerotui.core.estimate.activations import (
 from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
 from zerotui.core.estimate.margin import (
     first_step_fits,
-    room_holes,
     fp16_offload_guard,
     margin_terms,
+    room_holes,
     sources,
     zero3_long_sequence_floor,
 )

@@ -125,9 +125,8 @@ def first_step_share(room: float, new: float, holes: float) -> float:
 def first_step_fits(job, room: float, new: float, holes: float) -> bool:
     """With expandable segments, whether the first optimizer step's new tensors (Adam's moments and the
     fp32 gradient copy: ``new``) fit in what step 0's forward and backward freed (``room``, the
-    allocation, plus the ``holes`` that the margin's loss, gather, recompute and gradient terms give it:
-    the base is the small-block pool and workspaces, no room for these), so the segment does not grow for
-    them: then the first-step term is 0 (the module docstring, "Expandable segments")."""
+    allocation, plus the ``holes`` of the margin's other terms, ``room_holes``), so the segment does not
+    grow for them: then the first-step term is 0 (the module docstring, "Expandable segments")."""
     return job.expandable and first_step_share(room, new, holes) <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE
 
 
