@@ -195,7 +195,24 @@ DRY: list[Config] = [
        seq_len=32),
 ]
 
-SWEEPS: dict[str, list[Config]] = {"sweep1": SWEEP1, "sweep2": SWEEP2, "sweep3": SWEEP3, "dry": DRY}
+#: Sweep 4 (2026-12-03, fifth session): rows of sweeps 1-3 again, now that zerotui (and worker.py) make
+#: Adam's state before the first step (core/train/optimizer_state.py). Every row whose first step grew
+#: the segment with the state made lazily, and seven whose step fitted, as controls. Predicted before
+#: they ran (benchmarks/results/estimator-sweep4-predictions-2026-12-03.txt).
+SWEEP4_IDS = (
+    # grew at the first step (sweeps 1-3, per-phase figures)
+    "v-s1-fp16-mb4", "w8-s2-mb4", "w8-s3-mb4-ckpt", "b3-s2-mb2", "b3-s3-mb4-ckpt", "c-s2-mb4-ga2",
+    "a-s2-mb1-s8192-ckpt", "n-s2-mb4", "w8-s2-mb8-s4096-ckpt", "h-v-s2-mb2-s4096-ga2-ckpt",
+    "h-n-s2-mb8-s4096-ckpt", "h-v-s2-mb1-s4096-ga2", "h-v-s2-mb4-s2048-ckpt",
+    # fitted
+    "a-s2-mb8-ga2", "a-s2-mb16-ckpt", "a-s3-mb8-ga2", "v-s3-mb2-s4096-ckpt", "h-a-s1-mb2-s4096-ga2",
+    "h-w8-s2-mb4-s4096", "s-s2-fp16-mb8",
+)
+_BY_ID = {c.id: c for c in SWEEP1 + SWEEP2 + SWEEP3}
+SWEEP4: list[Config] = [_BY_ID[i] for i in SWEEP4_IDS]
+
+SWEEPS: dict[str, list[Config]] = {"sweep1": SWEEP1, "sweep2": SWEEP2, "sweep3": SWEEP3, "sweep4": SWEEP4,
+                                   "dry": DRY}
 
 
 def needs_op(cfg: Config) -> str:

@@ -209,6 +209,11 @@ def run_config(cfg: dict[str, Any], device: str, sampler: Sampler, rec: dict[str
     engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config,
                                            model_parameters=[p for p in model.parameters() if p.requires_grad])
     del model
+    # Adam's state before the first step, as zerotui's engine makes it (rows without this field were
+    # measured before it did, with torch's lazy state: margin_rows.py)
+    from zerotui.core.train.optimizer_state import make_optimizer_states
+
+    rec["optimizer_states_made"] = make_optimizer_states(engine.optimizer)
     rec["init_s"] = time.perf_counter() - t0
     rec["optimizer"] = f"{type(engine.optimizer).__name__}({type(getattr(engine, 'basic_optimizer', None)).__name__})"
     if cuda:

@@ -281,7 +281,10 @@ def main() -> int:
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
                            "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
                            # the command's own setting; each row has the one its run had
-                           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")}
+                           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+                           # zerotui's worker makes Adam's state at start (core/train/optimizer_state.py);
+                           # files without this key were measured when torch made it at the first step
+                           "optimizer_states_made": "before the first step"}
     for name in a.scenario:
         shape = SCENARIOS[name][0]
         folder = models / f"llama-{shape}"

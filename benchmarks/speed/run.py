@@ -123,7 +123,8 @@ def main() -> int:
     data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 3000, words=200 if a.dry_run else 1400)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "command": " ".join(sys.argv), "versions": _versions(),
                            "runs": [], "summary": {},
-                           "nvml_clean": True}  # models built in a child: no CUDA context here (build_model_apart)
+                           "nvml_clean": True,  # models built in a child: no CUDA context here (build_model_apart)
+                           "optimizer_states_made": "before the first step"}  # core/train/optimizer_state.py
     for job in a.job:
         spec = JOBS[job]
         folder = models / f"llama-{spec['shape']}"

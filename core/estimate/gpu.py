@@ -158,10 +158,12 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     g = dict(states.parts)
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
         g["dequantisation buffer"] = p * job.quant_largest
-    # Step 0 runs forward and backward before Adam's moments exist (torch creates them at the first
-    # step; DeepSpeed's stage-0 fp16 optimizer at initialisation, fp16/fused_optimizer.py): what that
-    # step finds freed, and what it creates (margin.first_step_fits).
-    moments = 0.0 if job.stage == 0 else states.parts.get("optimizer states", 0.0)
+    # What the first optimizer step finds freed by step 0's forward and backward, and what it creates
+    # (margin.first_step_fits): the fp32 gradient copy, and Adam's moments only where torch made them
+    # lazily at that step (runs before core/train/optimizer_state.py; DeepSpeed's stage-0 optimizers
+    # make them at initialisation, fp16/fused_optimizer.py, bf16_optimizer.py).
+    lazy = job.lazy_optimizer_states and job.stage != 0
+    moments = states.parts.get("optimizer states", 0.0) if lazy else 0.0
     busiest = max(sum(v.values()) for k, v in phases.items() if k != "step")
     step_room = max(0.0, busiest - states.grads)
     step_new = moments + states.step_transient

@@ -209,6 +209,13 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
             loop.restore(ckpt.load(info))
             ckpt.remove_newer_torn(info.step)
             resumed_from = info.tag
+    # Adam's moments now, beside the other model states, rather than in the first step's freed
+    # activations (optimizer_state.py); a resume has just loaded them, and then this makes nothing.
+    from zerotui.core.train.optimizer_state import make_optimizer_states
+
+    made = make_optimizer_states(engine.optimizer)
+    if made:
+        note(f"optimizer state made before the first step: {format_bytes(made)}")
 
     hardware_dict = hardware.to_dict() if hardware is not None else _read_json(paths.hardware)
     emit("run_started", plan=plan.to_dict(), hardware=hardware_dict, world_size=world,
