@@ -19,7 +19,6 @@ the allocator A/B without a recorded value are read from the contender's name.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,30 +40,19 @@ RESULTS = REPO / "benchmarks" / "results"
 DATA = REPO / "benchmarks" / "estimator" / "data"
 
 
-def lazy_states(record: dict[str, Any]) -> bool:
-    """Whether a row (or a result file) was measured with torch's lazy Adam state: everything recorded
-    before zerotui and the sweeps' worker made it at start, which they record ("optimizer_states_made")."""
-    return "optimizer_states_made" not in record
-
-
 def _seed_shape(name: str) -> dict[str, Any]:
     from benchmarks.seed_scenarios.run import SHAPES
 
     return {"model_type": "llama", **SHAPES[name]}
 
 
-def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True,
-               lazy: bool = False) -> dict[str, Any]:
+def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True) -> dict[str, Any]:
     """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
     is for the allocator that was measured. ``saves``: whether the process saved a checkpoint (zerotui's
-    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py).
-    ``lazy``: the run had torch's lazy Adam state, made at the first step (every row measured before
-    core/train/optimizer_state.py; ``lazy_states``)."""
+    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py)."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
     job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf})
-    if lazy:
-        job = replace(job, lazy_optimizer_states=True)
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
@@ -89,8 +77,7 @@ def seed_rows() -> list[dict[str, Any]]:
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": r.get("nvml_used_max") if clean else None,
-                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")),
-                                     lazy=lazy_states(data))})
+                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")))})
     return out
 
 
@@ -113,8 +100,7 @@ def sweep_rows() -> list[dict[str, Any]]:
                             "reserved_before_step": max((max(m["fwd_reserved"], m["bwd_reserved"]) for m in first),
                                                         default=None),
                             "reserved_after_step": first[-1]["step_reserved"] if first else None,
-                            **components(r["plan"], spec, r.get("alloc_conf", ""), saves=False,
-                                         lazy=lazy_states(r))})
+                            **components(r["plan"], spec, r.get("alloc_conf", ""), saves=False)})
     return out
 
 
@@ -140,7 +126,7 @@ def speed_rows() -> list[dict[str, Any]]:
                         # before "nvml_clean" benchmarks/speed built its model in the measuring process,
                         # whose CUDA context (610 MiB) NVML counted too: not the run's own figure
                         "nvml": r["nvml_used_max"] if data.get("nvml_clean") else None,
-                        **components(dict(r["plan"], data="sample"), spec, alloc, lazy=lazy_states(data))})
+                        **components(dict(r["plan"], data="sample"), spec, alloc)})
     return out
 
 

@@ -41,9 +41,6 @@ class Job:
     liger: bool = False        # Liger's kernels (core/model/kernels.py): leaner norms and MLP activations
     fused_ce: bool = False     # ... and its fused linear cross-entropy: no full logits
     expandable: bool = False   # PyTorch's allocator grows segments in place (core/plan/allocator.py)
-    # torch's lazy Adam state, made at the first step: only runs measured before zerotui made it at start
-    # (core/train/optimizer_state.py), which the benchmarks still estimate
-    lazy_optimizer_states: bool = False
 
     @property
     def weight_bytes(self) -> float:
