@@ -214,20 +214,25 @@ def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_i
     return plan
 
 
-def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, str]:
+def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, str, Any]:
+    """Train ``plan`` through zerotui; the run folder, start time, exit code, output tail, and NVML's
+    peak as this process sampled it (nvml_peak.py; None without NVML)."""
+    from benchmarks.seed_scenarios.nvml_peak import NvmlPeak
+
     plan_file = runs.parent / f"{plan.name}.yaml"
     plan_file.write_text(plan.to_yaml())
     env = dict(os.environ, ZEROTUI_TELEMETRY_S="2", PYTHONUNBUFFERED="1")
     t0 = time.time()
-    try:
-        r = subprocess.run([sys.executable, "-m", "zerotui.cli.main", "train", str(plan_file), "--foreground",
-                            "--force", "--runs-dir", str(runs)], capture_output=True, text=True, env=env,
-                           timeout=timeout)
-        rc, tail = r.returncode, (r.stdout + r.stderr)[-1500:]
-    except subprocess.TimeoutExpired as err:
-        rc, tail = 124, str(err)[-500:]
+    with NvmlPeak() as watch:
+        try:
+            r = subprocess.run([sys.executable, "-m", "zerotui.cli.main", "train", str(plan_file), "--foreground",
+                                "--force", "--runs-dir", str(runs)], capture_output=True, text=True, env=env,
+                               timeout=timeout)
+            rc, tail = r.returncode, (r.stdout + r.stderr)[-1500:]
+        except subprocess.TimeoutExpired as err:
+            rc, tail = 124, str(err)[-500:]
     folder = max((p for p in runs.iterdir() if p.is_dir() and p.name.endswith(plan.name)), key=lambda p: p.stat().st_mtime)
-    return folder, t0, rc, tail
+    return folder, t0, rc, tail, watch.peak
 
 
 def measure(folder: Path, t0: float, skip_windows: int = 1) -> dict[str, Any]:
@@ -294,9 +299,13 @@ def main() -> int:
         plan = plan_for(name, folder, data, cap, a.steps, a.log_interval)
         runs = work / "runs"
         runs.mkdir(exist_ok=True)
-        run, t0, rc, tail = run_plan(plan, runs, a.timeout)
+        run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
         # the allocator the run had: the command's setting, else zerotui's choice for the plan
         row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ), **measure(run, t0)}
+        # NVML every 0.1 s from here (nvml_peak.py) beside the run's own 2 s telemetry; the larger counts
+        row["nvml_used_max_telemetry"] = row["nvml_used_max"]
+        if fine is not None:
+            row["nvml_used_max"] = max(fine, row["nvml_used_max"] or 0)
         if rc != 0:
             row["tail"] = tail
         _derive(row, shape, cap)

@@ -144,7 +144,7 @@ def main() -> int:
                 runs = (a.runs_dir or work) / "runs"
                 runs.mkdir(parents=True, exist_ok=True)
                 try:
-                    run, t0, rc, tail = run_plan(plan, runs, a.timeout)
+                    run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
                 finally:  # the next job gets the command's own setting (or zerotui's choice) again
                     if outer is None:
                         os.environ.pop(ALLOC_ENV, None)
@@ -153,6 +153,10 @@ def main() -> int:
                 row = {"job": job, "vary": spec["vary"], "value": value, "repeat": rep, "rc": rc, "alloc_conf": alloc_conf,
                        "plan": plan.to_dict(), **measure(run, t0), **_checkpoints(run), **_kernel_note(run),
                        "phases_s": _phases(run, t0), "windows": _windows(run)}
+                # NVML every 0.1 s from this process beside the run's 2 s telemetry (seed_scenarios/nvml_peak.py)
+                row["nvml_used_max_telemetry"] = row["nvml_used_max"]
+                if fine is not None:
+                    row["nvml_used_max"] = max(fine, row["nvml_used_max"] or 0)
                 if rc != 0:
                     row["tail"] = tail
                 _derive(row, spec["shape"], cap)
