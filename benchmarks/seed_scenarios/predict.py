@@ -20,7 +20,7 @@ def main() -> int:
     ap.add_argument("--gpu-mem", default="140GiB", help="the GPU the runs will have (its memory)")
     ap.add_argument("--ram", default="128GiB")
     a = ap.parse_args()
-    from transformers import LlamaConfig
+    from transformers import AutoConfig
 
     from zerotui.core.estimate.budget import estimate
     from zerotui.core.hardware.detect import stated_hardware
@@ -37,9 +37,15 @@ def main() -> int:
                 shape = SCENARIOS[name][0]
                 folder = work / shape
                 if not folder.exists():
-                    LlamaConfig(**SHAPES[shape], torch_dtype="bfloat16").save_pretrained(folder)
-                b = estimate(plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw), hw)
-                print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB", flush=True)
+                    fields = dict(SHAPES[shape])
+                    AutoConfig.for_model(fields.pop("model_type", "llama"), **fields,
+                                         torch_dtype="bfloat16").save_pretrained(folder)
+                plan = plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw)
+                b = estimate(plan, hw)
+                print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB  ({plan.method} {plan.precision}, "
+                      f"ZeRO-{plan.stage}, optimizer {plan.offload_optimizer}, weights {plan.offload_params}, "
+                      f"{plan.micro_batch}x{plan.grad_accum}x{plan.seq_len}, ckpt {plan.grad_ckpt}, "
+                      f"kernels {plan.kernels})", flush=True)
     return 0
 
 

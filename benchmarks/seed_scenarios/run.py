@@ -38,6 +38,11 @@ SHAPES: dict[str, dict[str, Any]] = {
     "1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
                rms_norm_eps=1e-5, tie_word_embeddings=False),
+    # Qwen2.5-1.5B's architecture (its config.json): no Llama shape has its tied 151,936-word embeddings
+    # or its biased q/k/v projections (held out of the estimator's fit, 2026-12-03, fifth session).
+    "q1.5b": dict(model_type="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960,
+                  num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                  max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True),
     "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),
@@ -134,6 +139,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 seq_len=2048, grad_ckpt=False), "seed"),
     "1b-full-ho21": ("1b", dict(method="full", precision="fp16", stage=2, kernels="auto", micro_batch=6, grad_accum=1,
                                 seq_len=2048, grad_ckpt=False), "seed"),
+    # Held out from everything the estimator was fitted on (2026-12-03, fifth session): a Qwen2 shape,
+    # full and LoRA, each as `fit` picks it for a 24 GiB card. Written down by predict.py before they ran.
+    "q1.5b-full-fit": ("q1.5b", dict(method="full", precision="bf16", stage=2, micro_batch=4, grad_accum=4,
+                                     seq_len=2048, grad_ckpt=True), "fit"),
+    "q1.5b-lora-fit": ("q1.5b", dict(method="lora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
+                                     micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "fit"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
@@ -149,15 +160,17 @@ def build_model(shape: str, folder: Path) -> dict[str, Any]:
     if (folder / "config.json").exists():
         return {"built": False, "seconds": 0.0}
     import torch
-    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers import AutoConfig, AutoModelForCausalLM
 
     from zerotui.core.model.tiny import tiny_tokenizer
 
     torch.manual_seed(0)
-    cfg = LlamaConfig(**SHAPES[shape], pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    fields = dict(SHAPES[shape])
+    cfg = AutoConfig.for_model(fields.pop("model_type", "llama"), **fields, pad_token_id=0, bos_token_id=1,
+                               eos_token_id=2)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with torch.device(device):
-        model = LlamaForCausalLM._from_config(cfg, dtype=torch.bfloat16)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16)
     tmp = folder.with_name(folder.name + ".tmp")
     model.save_pretrained(str(tmp), safe_serialization=True, max_shard_size="4GB")
     tiny_tokenizer().save_pretrained(str(tmp))
