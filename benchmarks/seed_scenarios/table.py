@@ -50,14 +50,17 @@ def rows(files: list[str]) -> list[dict]:
             # A plan forced past the budget (7b-lora-oom) measures nothing: its check is that it ended out
             # of memory under the cap, reported like any OOM.
             oom = r.get("state") == "failed" and "out of GPU memory" in (r.get("reason") or "")
-            if oom:
+            # A run that failed before training (7b-qlora-fit in fine-a: no bitsandbytes on that machine)
+            # measured only the idle GPU
+            unrun = r.get("state") == "failed" and not oom and not reserved
+            if oom or unrun:
                 measured = None
             out.append({"file": Path(f).name, "scenario": name, "plan": r["plan"], "state": r.get("state"),
                         "tokens_per_s": r.get("tokens_per_s"), "tflops": r.get("tflops_per_gpu"),
                         "estimate": b.gpu_bytes, "allocated_est": b.gpu_allocated_bytes,
                         "allocated": r.get("peak_allocated"), "reserved": reserved, "nvml": nvml,
                         "measured": measured, "error": (b.gpu_bytes - measured) / measured if measured else None,
-                        "oom": oom, "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
+                        "oom": oom, "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
                         "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s")})
     return out
 
@@ -73,6 +76,8 @@ def describe(p: dict) -> str:
 def _measured(r: dict) -> str:
     if r["oom"]:
         return "out of memory under the cap"
+    if r["unrun"]:
+        return f"did not run: {r['unrun']}"
     return f"{r['measured'] / GIB:.2f}{' (NVML)' if r['nvml'] else ''}"
 
 
