@@ -8,7 +8,8 @@ running so the parent can enforce the per-configuration time limit. After any fa
 What is measured per configuration (GPU):
 - ``torch.cuda.max_memory_allocated/reserved`` per phase (forward, backward, engine.step) of every
   micro-step, after resetting the peak at the start of each phase; the row's peak is the maximum over
-  all steps (the first step allocates the Adam moments lazily, so it is included);
+  all steps (rows before sweep 4 got Adam's moments lazily at the first step, so it is included; since
+  sweep 4 they are made before it, as zerotui does);
 - nvidia-smi's view (NVML used memory, sampled every 20 ms) for the CUDA context and caching overhead;
 - host: peak RSS (VmHWM, reset per configuration through /proc/self/clear_refs) and a sampled peak;
 - step time (synchronised wall clock) of every optimizer step after the first, and tokens/s.
@@ -209,8 +210,8 @@ def run_config(cfg: dict[str, Any], device: str, sampler: Sampler, rec: dict[str
     engine, _, _, _ = deepspeed.initialize(model=model, config=ds_config,
                                            model_parameters=[p for p in model.parameters() if p.requires_grad])
     del model
-    # Adam's state before the first step, as zerotui's engine makes it (rows without this field were
-    # measured before it did, with torch's lazy state: margin_rows.py)
+    # Adam's state before the first step, as zerotui's engine makes it (rows without this field, sweeps
+    # 1-3, had torch's lazy state); init_s includes it
     from zerotui.core.train.optimizer_state import make_optimizer_states
 
     rec["optimizer_states_made"] = make_optimizer_states(engine.optimizer)

@@ -19,6 +19,7 @@ class NvmlPeak:
     def __init__(self, index: int = 0, every_s: float = 0.1) -> None:
         self.index, self.every_s = index, every_s
         self.peak: Optional[int] = None
+        self.error: Optional[str] = None  # an NVML error that stopped the sampling
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
 
@@ -33,7 +34,11 @@ class NvmlPeak:
 
         def sample() -> None:
             while True:
-                used = pynvml.nvmlDeviceGetMemoryInfo(handle).used
+                try:
+                    used = pynvml.nvmlDeviceGetMemoryInfo(handle).used
+                except Exception as err:  # noqa: BLE001 - stop sampling; the row says so
+                    self.error = str(err)
+                    return
                 self.peak = used if self.peak is None else max(self.peak, used)
                 if self._stop.wait(self.every_s):
                     return
@@ -46,3 +51,9 @@ class NvmlPeak:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            try:
+                import pynvml
+
+                pynvml.nvmlShutdown()
+            except Exception:  # noqa: BLE001 - nothing to release
+                pass

@@ -39,7 +39,7 @@ def main() -> int:
                 if not folder.exists():
                     fields = dict(SHAPES[shape])
                     AutoConfig.for_model(fields.pop("model_type", "llama"), **fields,
-                                         torch_dtype="bfloat16").save_pretrained(folder)
+                                         dtype="bfloat16").save_pretrained(folder)
                 plan = plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw)
                 b = estimate(plan, hw)
                 print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB  ({plan.method} {plan.precision}, "

@@ -18,7 +18,8 @@ So a zerotui run on one GPU holds two communicators at its peak, except bf16/fp3
 QLoRA (one, the default group's), which matches every H200 row through zerotui's worker where NVML caught the save
 (zerotui's telemetry samples NVML every 2 s and a LoRA adapter's save can fall between samples: the same
 1.1B QLoRA plan read one communicator in one run and two in another; sampled every 0.1 s by the
-benchmark, three LoRA plans whose first runs read one read two, seed-scenarios-fine-a/-b-2026-12-03). The estimator's own sweep harness never saves,
+benchmark, three LoRA plans whose first runs read one read two, one of them seen only by that sampler,
+seed-scenarios-fine-a/-b-2026-12-03). The estimator's own sweep harness never saves,
 and there only the rows that use both groups (fp16 at stage 3) read two. Several GPUs always count two
 (NCCL's buffers grow with peers; not measured).
 """

@@ -159,11 +159,12 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
         g["dequantisation buffer"] = p * job.quant_largest
     # What an optimizer step needs beside what its forward and backward freed (margin.first_step_fits):
-    # the fp32 gradient copy and Adam's moments. The rule was set on runs where torch made the moments
-    # at the first step; zerotui now makes them at start (core/train/optimizer_state.py), and the same
-    # 20 plans then peaked where they had (sweep 4, docs/estimator.md), but with the moments left out
-    # of the rule 5 were estimated more than 3% short: the rule stands for the holes of stage 1-2 as
-    # measured, so they stay in. DeepSpeed's stage-0 optimizers make them at initialisation.
+    # the fp32 gradient copy and Adam's moments. The rule was set on runs where the optimizer made the
+    # moments at the first step; zerotui now makes them at start (core/train/optimizer_state.py). Run
+    # that way (sweep 4, docs/estimator.md) 11 of 20 plans peaked within 0.1 GiB of where they had, but
+    # with the moments left out of the rule 5 were estimated more than 3% short: the rule stands for the
+    # holes of stage 1-2 as measured, so they stay in. DeepSpeed's stage-0 16-bit wrappers make them at
+    # initialisation.
     moments = 0.0 if job.stage == 0 else states.parts.get("optimizer states", 0.0)
     busiest = max(sum(v.values()) for k, v in phases.items() if k != "step")
     step_room = max(0.0, busiest - states.grads)

@@ -213,6 +213,7 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     # activations (optimizer_state.py); a resume has just loaded them, and then this makes nothing.
     from zerotui.core.train.optimizer_state import make_optimizer_states
 
+    phases.start("making the optimizer's state")  # an out-of-memory here is named by this phase
     made = make_optimizer_states(engine.optimizer)
     if made:
         note(f"optimizer state made before the first step: {format_bytes(made)}")

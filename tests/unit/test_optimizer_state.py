@@ -51,3 +51,32 @@ def test_other_optimizers_and_unknown_torch_internals_are_left_alone():
 
     other = OtherAdam(params, lr=0.1)
     assert make_optimizer_states(other) == 0 and not other.state
+
+
+def test_a_failure_halfway_leaves_no_partial_state(monkeypatch):
+    """An out-of-memory inside torch's _init_group must not leave a parameter with half its state (the
+    step would then fail on the missing moment): nothing is left, and the optimizer makes it at its step."""
+    params = _params()
+    opt = torch.optim.AdamW(params, lr=1e-2)
+    real = torch.zeros_like
+    calls = {"n": 0}
+
+    def failing(t, *a, **k):
+        calls["n"] += 1
+        if calls["n"] == 3:  # the first parameter's exp_avg_sq... or the second's exp_avg
+            raise torch.OutOfMemoryError("CUDA out of memory (test)")
+        return real(t, *a, **k)
+
+    monkeypatch.setattr(torch, "zeros_like", failing)
+    try:
+        make_optimizer_states(opt)
+    except torch.OutOfMemoryError:
+        pass
+    else:
+        raise AssertionError("the failure was swallowed")
+    monkeypatch.setattr(torch, "zeros_like", real)
+    assert not any(opt.state.get(p) for p in params) and all(p.grad is None for p in params)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    opt.step()  # the lazy path still works
+    assert all(float(opt.state[p]["step"]) == 1.0 for p in params)
