@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 SHAPES: dict[str, dict[str, Any]] = {
     # Llama-2's published architectures (config.json of meta-llama/Llama-2-{7,13}b-hf).
@@ -248,7 +248,10 @@ def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, s
     return folder, t0, rc, tail, watch.peak
 
 
-def measure(folder: Path, t0: float, skip_windows: int = 1) -> dict[str, Any]:
+def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[int] = None) -> dict[str, Any]:
+    """The run's figures from its events. ``fine``: NVML's peak as this process sampled it every 0.1 s
+    (run_plan, nvml_peak.py); the larger of it and the run's own 2 s telemetry counts, and the telemetry's
+    is kept beside it."""
     from zerotui.core.events.stream import read_all
 
     evs = read_all(folder / "events.jsonl")
@@ -269,7 +272,8 @@ def measure(folder: Path, t0: float, skip_windows: int = 1) -> dict[str, Any]:
         "skipped_total": last.get("skipped_total"),
         "alerts": [{"kind": a.get("kind"), "message": a.get("message")} for a in alerts],
         "peak_allocated": last.get("gpu_mem_allocated_peak"), "peak_reserved": last.get("gpu_mem_reserved_peak"),
-        "nvml_used_max": nvml, "estimate": started.get("estimate"),
+        "nvml_used_max": nvml if fine is None else max(fine, nvml or 0), "nvml_used_max_telemetry": nvml,
+        "estimate": started.get("estimate"),
         "first_step_s": round(steps[0]["t"] - t0, 1) if steps else None,
         "params_total": started.get("params_total"), "params_trainable": started.get("params_trainable"),
     }
@@ -314,11 +318,8 @@ def main() -> int:
         runs.mkdir(exist_ok=True)
         run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
         # the allocator the run had: the command's setting, else zerotui's choice for the plan
-        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ), **measure(run, t0)}
-        # NVML every 0.1 s from here (nvml_peak.py) beside the run's own 2 s telemetry; the larger counts
-        row["nvml_used_max_telemetry"] = row["nvml_used_max"]
-        if fine is not None:
-            row["nvml_used_max"] = max(fine, row["nvml_used_max"] or 0)
+        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
+               **measure(run, t0, fine=fine)}
         if rc != 0:
             row["tail"] = tail
         _derive(row, shape, cap)

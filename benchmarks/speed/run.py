@@ -151,12 +151,8 @@ def main() -> int:
                     else:
                         os.environ[ALLOC_ENV] = outer
                 row = {"job": job, "vary": spec["vary"], "value": value, "repeat": rep, "rc": rc, "alloc_conf": alloc_conf,
-                       "plan": plan.to_dict(), **measure(run, t0), **_checkpoints(run), **_kernel_note(run),
+                       "plan": plan.to_dict(), **measure(run, t0, fine=fine), **_checkpoints(run), **_kernel_note(run),
                        "phases_s": _phases(run, t0), "windows": _windows(run)}
-                # NVML every 0.1 s from this process beside the run's 2 s telemetry (seed_scenarios/nvml_peak.py)
-                row["nvml_used_max_telemetry"] = row["nvml_used_max"]
-                if fine is not None:
-                    row["nvml_used_max"] = max(fine, row["nvml_used_max"] or 0)
                 if rc != 0:
                     row["tail"] = tail
                 _derive(row, spec["shape"], cap)

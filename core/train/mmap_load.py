@@ -90,11 +90,9 @@ def mapped_ranges(paths: Iterable[str], maps: str = MAPS) -> list[tuple[int, int
 
 def _optimizers(engine: Any) -> list[Any]:
     """The engine's optimizer and the ones it wraps (ZeRO and bf16 wrappers hold the torch optimizer)."""
-    found, opt = [], getattr(engine, "optimizer", None)
-    while opt is not None and all(opt is not o for o in found) and len(found) < 4:
-        found.append(opt)
-        opt = getattr(opt, "optimizer", None)
-    return found
+    from zerotui.core.train.optimizer_state import optimizer_chain
+
+    return optimizer_chain(getattr(engine, "optimizer", None))
 
 
 def release(optimizers: Iterable[Any], ranges: list[tuple[int, int]]) -> int:

@@ -36,13 +36,20 @@ from typing import Any
 _INIT_GROUP_LISTS = 6
 
 
+def optimizer_chain(optimizer: Any) -> list[Any]:
+    """``optimizer`` and the ones it wraps, outermost first: DeepSpeed's ZeRO and 16-bit wrappers each keep
+    the one they wrap as ``.optimizer`` (a cycle or a deep chain stops the walk)."""
+    found: list[Any] = []
+    while optimizer is not None and all(optimizer is not o for o in found) and len(found) < 4:
+        found.append(optimizer)
+        optimizer = getattr(optimizer, "optimizer", None)
+    return found
+
+
 def base_optimizer(optimizer: Any) -> Any:
-    """The torch optimizer under DeepSpeed's wrappers (each keeps the one it wraps as ``.optimizer``)."""
-    seen = set()
-    while getattr(optimizer, "optimizer", None) is not None and id(optimizer) not in seen:
-        seen.add(id(optimizer))
-        optimizer = optimizer.optimizer
-    return optimizer
+    """The optimizer under DeepSpeed's wrappers, the one that keeps the state."""
+    chain = optimizer_chain(optimizer)
+    return chain[-1] if chain else optimizer
 
 
 def _kind(optimizer: Any) -> str:
@@ -65,19 +72,21 @@ def _kind(optimizer: Any) -> str:
 
 
 def make_optimizer_states(optimizer: Any) -> int:
-    """Create the state torch's Adam/AdamW would create at the first step, for every parameter that has
-    none yet; return the bytes made (0 for another optimizer, or when every state exists)."""
+    """Create the state the optimizer under ``optimizer`` (torch's Adam/AdamW, DeepSpeed's FusedAdam)
+    would create at its first step, for every parameter that has none yet; return the bytes made (0 for
+    another optimizer, or when every state exists)."""
     opt = base_optimizer(optimizer)
     kind = _kind(opt)
     if not kind:
         return 0
     make = _make_torch if kind == "torch" else _make_fused
-    if _stage3_groups(optimizer) is None:
+    stage3 = _stage3_groups(optimizer)
+    if stage3 is None:
         return make(opt, opt.param_groups)
-    # ZeRO-3 hands the torch optimizer one flat fp32 sub-group at a time, put into its param group only
-    # for that sub-group's step (stage3.py _optimizer_step): the same here.
+    # ZeRO-3 hands the optimizer one flat fp32 sub-group at a time, put into its param group only for
+    # that sub-group's step (stage3.py _optimizer_step): the same here.
     made = 0
-    for group_id, flat in _stage3_groups(optimizer):
+    for group_id, flat in stage3:
         group = opt.param_groups[group_id]
         kept, group["params"] = group["params"], [flat]
         try:
