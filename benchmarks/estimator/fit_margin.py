@@ -4,8 +4,9 @@
 
 The features are the bytes each source churns (core/estimate/margin.py ``sources``, as the estimator
 computes them for each row's plan) and ``errors`` combines them as ``margin.combine`` does: base +
-the larger of loss and gather + recompute + gradients + the first-step segment (no constant; with
-expandable segments only where margin.first_step_fits says the step does not fit), raised to
+the larger of loss and gather + recompute + gradients + a share of the first-step segment (1 on the
+default allocator, not fitted; with expandable segments fitted, and only where margin.first_step_fits
+says the step does not fit), raised to
 the ZeRO-3 long-sequence floor where that applies (not fitted), plus allocated and the CUDA context.
 The grid picks the constants by ``score``: safety first (rows more than 3% short, then how far the
 worst row is below ``SAFE_UNDER``), then the fewest rows outside [−3%, +5%], then the narrowest band
@@ -31,7 +32,8 @@ CONSTANTS = {"base": ("FRAGMENTATION_BASE_BYTES", [int(x / 10 * GIB) for x in ra
              "loss": ("FRAGMENTATION_LOSS_SHARE", [x / 20 for x in range(4, 15)]),
              "recompute": ("FRAGMENTATION_RECOMPUTE_SHARE", [x / 20 for x in range(13)]),
              "gather": ("FRAGMENTATION_GATHER_SHARE", [0, 0.25, 0.5, 0.75, 1.0]),
-             "gradients": ("FRAGMENTATION_GRADIENT_SHARE", [x / 4 for x in range(9)])}
+             "gradients": ("FRAGMENTATION_GRADIENT_SHARE", [x / 4 for x in range(9)]),
+             "first step": ("FRAGMENTATION_FIRST_STEP_SHARE", [1.0])}
 #: A fitted row closer to −3% than this counts against the constants: the fit keeps a cushion on the
 #: dangerous side, because rows it has not seen scatter around it.
 SAFE_UNDER = -0.02
@@ -42,7 +44,10 @@ EXPANDABLE = {"base": ("EXPANDABLE_BASE_BYTES", CONSTANTS["base"][1]),
               "loss": ("EXPANDABLE_LOSS_SHARE", [x / 20 for x in range(15)]),
               "recompute": ("EXPANDABLE_RECOMPUTE_SHARE", CONSTANTS["recompute"][1]),
               "gather": ("EXPANDABLE_GATHER_SHARE", CONSTANTS["gather"][1]),
-              "gradients": ("EXPANDABLE_GRADIENT_SHARE", CONSTANTS["gradients"][1])}
+              "gradients": ("EXPANDABLE_GRADIENT_SHARE", CONSTANTS["gradients"][1]),
+              "first step": ("EXPANDABLE_FIRST_STEP_SHARE", [x / 20 for x in range(21)])}
+#: Candidates scored at a time: the expandable grid (1.66M sets) against every row would not fit in memory.
+CHUNK = 50_000
 
 
 def constants(expandable: bool) -> dict[str, tuple[str, list]]:
@@ -55,12 +60,11 @@ def group(rows: list[dict], expandable: bool) -> list[dict]:
 
 
 def design(rows: list[dict]) -> dict[str, np.ndarray]:
-    """Per row: the sources (one column per constant, base's is 1), the first-step segment, the floor's
-    share of allocated where it applies, allocated and the measured total."""
+    """Per row: the sources (one column per constant, base's is 1; the last is the first-step segment),
+    the floor's share of allocated where it applies, allocated and the measured total."""
     feats = np.array([[1.0] + [r["margin_sources"][k] for k in list(CONSTANTS)[1:]] for r in rows])
     floor = np.array([zero3_long_sequence_floor(r["job"], r["allocated_est"], 0.0) for r in rows])
     return {"feats": feats, "floor": floor, "alloc": np.array([r["allocated_est"] for r in rows]),
-            "first": np.array([r["margin_sources"]["first step"] for r in rows]),
             # margin.first_step_fits: expandable rows whose first step fits in what step 0 freed
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
@@ -86,7 +90,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     m = share("base") + loss_gather + share("recompute") + share("gradients")
     # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
-    return np.maximum(m + np.where(fits, 0.0, d["first"]) + d["guard"], d["floor"])
+    return np.maximum(m + np.where(fits, 0.0, share("first step")) + d["guard"], d["floor"])
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
@@ -106,7 +110,9 @@ def score(e: np.ndarray) -> np.ndarray:
 def fit(rows: list[dict], overlap: bool = True, expandable: bool = False) -> tuple[dict[str, float], float]:
     """The constants for one allocator's rows (``group``)."""
     candidates = grid(expandable)
-    s = score(errors(design(rows), candidates, overlap))
+    d = design(rows)
+    s = np.concatenate([score(errors(d, candidates[i:i + CHUNK], overlap))
+                        for i in range(0, len(candidates), CHUNK)])
     i = int(np.argmin(s))
     return dict(zip(CONSTANTS, candidates[i].tolist())), float(s[i])
 

@@ -40,6 +40,9 @@ FRAGMENTATION_LOSS_SHARE = 0.45
 FRAGMENTATION_RECOMPUTE_SHARE = 0.1
 FRAGMENTATION_GATHER_SHARE = 1.0
 FRAGMENTATION_GRADIENT_SHARE = 1.0
+#: The default allocator keeps the whole first-step segment (margin.first_step_bytes): nothing serves a
+#: block that large later. Not fitted (fit_margin.py's grid for it is this one value).
+FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: The same five with expandable segments (core/plan/allocator.py: zerotui's setting for every plan since
 #: 2026-12-02), fitted the same way on the 86 rows measured with them: 29 through zerotui's worker
 #: (seed-scenarios-expandable-*, speed-alloc-*, ho6-alloc-expandable) and the 57 sweep rows of
@@ -69,6 +72,17 @@ EXPANDABLE_GRADIENT_SHARE = 0.25
 #: first-step segment, the 15 steps that did not grow it are at 0.20-0.85 of the room and the 11 that did
 #: at 0.92-3.79 (c-s2-mb4-ga2 at 0.92 is the nearest); the held-out 1b-full-ho21 fit at 0.90, as called.
 EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
+#: With expandable segments, the share of the first step's segment that is still a hole at the peak,
+#: where the step does not fit (above). The copy is freed after the step and the segment keeps its pages:
+#: later steps' activations are served from it. Sweep 4 (Adam's state made at start, 2026-12-03) showed
+#: it: where the first step grew the pool, later steps' peaks rose less than the pool had. On the 19
+#: expandable rows with a segment the rule keeps, the whole copy left them +3.3% … +15.4% (a-s2-mb1-s8192-
+#: ckpt: 1.99 GiB held beyond allocated, 6.09 given). Fitted with the five above on every expandable row
+#: (benchmarks/estimator/fit_margin.py, 2026-12-03, sixth session), the others unchanged by it; out of
+#: sample (crossval_margin.py) 89 of 118 rows within [-3%, +5%] where the whole copy had 68, the worst
+#: over +10.7% where it was +16.7%, the same six rows below -3% but one: w8-s2-mb8-s4096-ckpt (its
+#: sweep-2 run held 10.57 GiB beyond allocated, its sweep-4 run 7.47) -5.7% in place of w8-s1-cpu-mb2.
+EXPANDABLE_FIRST_STEP_SHARE = 0.6
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.

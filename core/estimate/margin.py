@@ -17,7 +17,8 @@ them is memory that is freed and asked for again at other sizes. The margin is a
                 top of a cache that already holds the whole forward/backward (measured on sweep 1:
                 reserved grew by that copy at the first step on the stage 0, 1 and 2 rows)
 
-Each source but the base and the first step holds a share of the bytes it churns (``sources``). The
+Each source but the base holds a share of the bytes it churns (``sources``); the first step's is 1 on
+PyTorch's default allocator and less with expandable segments (below). The
 loss and the gathers do not add up: a ZeRO-3 layer's gathered weights are served from the blocks the
 loss freed, and the loss's blocks are rebuilt from what the gathers left, so the cache holds holes for
 whichever churns more (the larger of the two terms). Fitted as a sum, the committed ZeRO-3 rows with
@@ -70,6 +71,11 @@ figures: on the 26 rows with phases and a first-step segment, 15 fit at 0.20-0.8
 0.92-3.79 (calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE, 0.9, sits between; set before sweep 3's ten
 held-out rows, which it called right). With the first step gone from the rows that fit, the fit
 found stages 1-2's holes larger than the loss term alone gives, and took a gradient share of 0.25.
+Where the step does grow the segment, the whole copy overstated what is left at the peak: the copy is
+freed after the step, the segment keeps its pages, and later steps' activations are served from them
+(sweep 4, with Adam's state made at start, showed the pool's growth at the first step taken back by
+later peaks). The term is a share of the copy (calibration.py's EXPANDABLE_FIRST_STEP_SHARE, 0.6,
+fitted with the others; docs/estimator.md has what it did out of sample).
 
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
 of sample by benchmarks/estimator/crossval_margin.py (each result file predicted by a fit that did not
@@ -140,22 +146,22 @@ def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recomp
 
 
 def combine(src: dict[str, float], base: float, loss: float, recompute: float, gather: float,
-            gradients: float) -> dict[str, float]:
+            gradients: float, first_step: float) -> dict[str, float]:
     """The margin's parts (their sum is the margin) from the sources and the shares. The gathers add
     only what their holes exceed the loss's (module docstring)."""
     loss_b, gather_b = loss * src["loss"], gather * src["gather"]
     return {"base": base, "loss": loss_b, "recompute": recompute * src["recompute"],
             "gather": max(0.0, gather_b - loss_b), "gradients": gradients * src["gradients"],
-            "first step": src["first step"]}
+            "first step": first_step * src["first step"]}
 
 
-def shares(expandable: bool) -> tuple[float, float, float, float, float]:
-    """calibration.py's base and four shares for the allocator the run has."""
+def shares(expandable: bool) -> tuple[float, float, float, float, float, float]:
+    """calibration.py's base and five shares for the allocator the run has."""
     if expandable:
         return (float(cal.EXPANDABLE_BASE_BYTES), cal.EXPANDABLE_LOSS_SHARE, cal.EXPANDABLE_RECOMPUTE_SHARE,
-                cal.EXPANDABLE_GATHER_SHARE, cal.EXPANDABLE_GRADIENT_SHARE)
+                cal.EXPANDABLE_GATHER_SHARE, cal.EXPANDABLE_GRADIENT_SHARE, cal.EXPANDABLE_FIRST_STEP_SHARE)
     return (float(cal.FRAGMENTATION_BASE_BYTES), cal.FRAGMENTATION_LOSS_SHARE, cal.FRAGMENTATION_RECOMPUTE_SHARE,
-            cal.FRAGMENTATION_GATHER_SHARE, cal.FRAGMENTATION_GRADIENT_SHARE)
+            cal.FRAGMENTATION_GATHER_SHARE, cal.FRAGMENTATION_GRADIENT_SHARE, cal.FRAGMENTATION_FIRST_STEP_SHARE)
 
 
 def margin_terms(src: dict[str, float], expandable: bool = False) -> dict[str, float]:
