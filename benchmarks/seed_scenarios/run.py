@@ -43,6 +43,11 @@ SHAPES: dict[str, dict[str, Any]] = {
     "q1.5b": dict(model_type="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960,
                   num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
                   max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=True),
+    # The same with an untied head: whether the tied embedding, whose two gradients meet at the end of
+    # each backward, is what q1.5b-full-fit held beyond the estimate (2026-12-03, sixth session).
+    "q1.5bu": dict(model_type="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960,
+                   num_hidden_layers=28, num_attention_heads=12, num_key_value_heads=2,
+                   max_position_embeddings=32768, rms_norm_eps=1e-6, tie_word_embeddings=False),
     "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),
@@ -145,6 +150,22 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                      seq_len=2048, grad_ckpt=True), "fit"),
     "q1.5b-lora-fit": ("q1.5b", dict(method="lora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
                                      micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "fit"),
+    # Held out from the first-step share (calibration.py's EXPANDABLE_FIRST_STEP_SHARE, 2026-12-03, sixth
+    # session): ZeRO-1/2 full fine-tunes whose first step grows the segment, through zerotui's worker,
+    # which now makes Adam's state at start; the untied twin of q1.5b-full-fit; QLoRA on the Qwen2 shape.
+    # Written down by predict.py before they ran.
+    "1b-full-ho22": ("1b", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=1, grad_accum=4,
+                                seq_len=4096, grad_ckpt=True), "seed"),
+    "1b-full-ho23": ("1b", dict(method="full", precision="fp16", stage=2, kernels="auto", micro_batch=2, grad_accum=2,
+                                seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho24": ("1b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2, grad_accum=4,
+                                seq_len=2048, grad_ckpt=False), "seed"),
+    "q1.5b-full-ho25": ("q1.5b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=2,
+                                      grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
+    "q1.5bu-full-fit": ("q1.5bu", dict(method="full", precision="bf16", stage=2, micro_batch=4, grad_accum=4,
+                                       seq_len=2048, grad_ckpt=True), "fit"),
+    "q1.5b-qlora-fit": ("q1.5b", dict(method="qlora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
+                                      micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "fit"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
@@ -264,6 +285,10 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
     nvml = max((g.get("mem_used") or 0 for e in tele for g in e.get("gpus") or []), default=None)
     last = steps[-1] if steps else {}
     started = next((e for e in evs if e["type"] == "run_started"), {})
+    # the engine's own line when it made Adam's state at start (core/train/optimizer_state.py); None
+    # where it made none (CPU Adam, a resume) or ran before it existed
+    made = next((e["message"] for e in evs if e["type"] == "log"
+                 and str(e.get("message", "")).startswith("optimizer state made before the first step")), None)
     return {
         "state": fin.get("state"), "reason": fin.get("reason"), "steps": len(steps),
         "tokens_per_s": med("tokens_per_s"), "tflops_per_gpu": med("tflops"), "step_time_s": med("step_time"),
@@ -276,6 +301,7 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
         "estimate": started.get("estimate"),
         "first_step_s": round(steps[0]["t"] - t0, 1) if steps else None,
         "params_total": started.get("params_total"), "params_trainable": started.get("params_trainable"),
+        "optimizer_state_made": made,
     }
 
 
