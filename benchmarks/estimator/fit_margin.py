@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.margin import fp16_offload_guard, zero3_long_sequence_floor
+from zerotui.core.estimate.margin import fp16_offload_guard, offload_norm_block, zero3_long_sequence_floor
 
 from benchmarks.estimator.margin_rows import GIB, all_rows
 from benchmarks.estimator.margin_table import measured_total
@@ -69,7 +69,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),
-            "guard": np.array([fp16_offload_guard(r["job"]) for r in rows]),
+            "guard": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
             "measured": np.array([measured_total(r) for r in rows], dtype=float)}
 
 

@@ -64,12 +64,14 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
 
 
 def seed_rows() -> list[dict[str, Any]]:
+    from benchmarks.seed_scenarios.table import ran_every_step
+
     out = []
     for f in sorted(RESULTS.glob("seed-scenarios-*.json")):
         data = json.loads(f.read_text())
         clean = "seed-scenarios-c" in f.name or data.get("nvml_clean")
         for name, r in data["scenarios"].items():
-            if not r.get("peak_reserved") or r.get("state") == "failed":
+            if not r.get("peak_reserved") or (r.get("state") == "failed" and not ran_every_step(r)):
                 continue
             shape = name.split("-")[0]
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")

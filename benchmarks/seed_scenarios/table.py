@@ -60,9 +60,17 @@ def rows(files: list[str]) -> list[dict]:
                         "estimate": b.gpu_bytes, "allocated_est": b.gpu_allocated_bytes,
                         "allocated": r.get("peak_allocated"), "reserved": reserved, "nvml": nvml,
                         "measured": measured, "error": (b.gpu_bytes - measured) / measured if measured else None,
-                        "oom": oom, "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
+                        "oom": oom, "ran": r.get("state") == "completed" or ran_every_step(r), "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
                         "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s")})
     return out
+
+
+def ran_every_step(r: dict) -> bool:
+    """A failed run whose failure came after its last step (share-b/-c of 2026-12-03: the device's disk
+    filled at the final checkpoint) measured every step's memory; one that failed before did not."""
+    plan = r.get("plan", {})
+    return (r.get("steps") or 0) * plan.get("log_interval", 1) >= plan.get("max_steps", 1) \
+        and "out of GPU memory" not in (r.get("reason") or "")
 
 
 def describe(p: dict) -> str:

@@ -25,6 +25,7 @@ from zerotui.core.estimate.margin import (
     first_step_fits,
     fp16_offload_guard,
     margin_terms,
+    offload_norm_block,
     room_holes,
     sources,
     zero3_long_sequence_floor,
@@ -178,5 +179,6 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     if first_step_fits(job, step_room, step_new, room_holes(terms)):
         terms["first step"] = 0.0
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
+    terms["gradient norm (fp64, offload)"] = offload_norm_block(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new)

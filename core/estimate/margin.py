@@ -50,7 +50,7 @@ Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (
 QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
 another and most holes never form. The 29 plans run that way through zerotui's worker (2026-12-02 and
 -03) held 0.07-4.04 GiB beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
-(calibration.py's EXPANDABLE_*: a 0.6 GiB base, the loss, gather and gradient shares, nothing for
+(calibration.py's EXPANDABLE_*: a 0.1 GiB base (0.6, then 0.7, before DeepSpeed's fp64 gradient norm was counted: offload_norm_block), the loss, gather and gradient shares, nothing for
 recompute). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
 the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
 whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
@@ -74,7 +74,7 @@ found stages 1-2's holes larger than the loss term alone gives, and took a gradi
 Where the step does grow the segment, the whole copy overstated what is left at the peak: the copy is
 freed after the step, the segment keeps its pages, and later steps' activations are served from them
 (sweep 4, with Adam's state made at start, showed the pool's growth at the first step taken back by
-later peaks). The term is a share of the copy (calibration.py's EXPANDABLE_FIRST_STEP_SHARE, 0.6,
+later peaks). The term is a share of the copy (calibration.py's EXPANDABLE_FIRST_STEP_SHARE, 0.4,
 fitted with the others; docs/estimator.md has what it did out of sample).
 
 The shares are fitted in benchmarks/estimator/fit_margin.py on every committed H200 row and judged out
@@ -84,6 +84,7 @@ see it), one fit per allocator; docs/estimator.md has both.
 from __future__ import annotations
 
 from zerotui.core.estimate import calibration as cal
+from zerotui.core.estimate.job import largest_trainable
 
 #: c10's CUDACachingAllocator: requests up to 10 MiB share 20 MiB segments; larger ones get their own
 #: segment (rounded to 2 MiB) when no cached block is large enough.
@@ -177,6 +178,21 @@ def fp16_offload_guard(job) -> float:
     if job.plan.precision != "fp16" or job.oo == "none" or job.stage not in (1, 2) or job.expandable:
         return 0.0
     return cal.FP16_OFFLOAD_GRADIENT_SHARE * job.p * job.psit / job.N
+
+
+def offload_norm_block(job) -> float:
+    """ZeRO-1/2 with the optimizer on the CPU: DeepSpeed 0.19.8 takes each gradient's norm on the GPU in
+    float64 before copying it to the host (stage_1_and_2.py, set_norm_for_param_grad_in_gpu:
+    ``.to(get_norm_dtype()).norm(2)``, fp64 where the device has it), a transient of 8 bytes per element
+    of the largest trainable gradient in the partition. It needs one contiguous block, which the pool's
+    holes did not hold: the Qwen2 full fine-tunes (151,936 x 1,536 embeddings, a 1.74 GiB block) grew the
+    pool by it after step 0 (tied head) or went out of memory on it inside backward (untied), measured
+    with the allocator's history (benchmarks/memsnap, 2026-12-03, sixth session). Counted whole, with no
+    share: 0.49 GiB for a 1.1B Llama, none for adapters (their tensors are small)."""
+    if job.oo == "none" or job.stage not in (1, 2):
+        return 0.0
+    block = 8.0 * min(largest_trainable(job), job.psit / job.N)
+    return block if block > MIN_LARGE_ALLOC else 0.0
 
 
 def zero3_long_sequence_floor(job, allocated: float, margin: float) -> float:

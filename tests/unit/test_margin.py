@@ -29,17 +29,17 @@ def rows() -> list[dict]:
 def test_no_committed_row_measured_more_than_3pct_above_its_estimate(rows):
     """What must fit (allocated + margin + CUDA context) against what each run took (NVML's peak where it
     saw the run alone, else PyTorch's peak reserved plus the assumed context): never more than 3% short,
-    on every committed row of every kind. The ZeRO-3 long-sequence rows count with their floor. One row
-    breaks it, and is named here so that no other can: the held-out Qwen2.5-1.5B full fine-tune that `fit`
-    picked for a 24 GiB card (2026-12-03, fifth session) held 1.81 GiB beyond allocated where the margin
-    gave 0.63, 5.3% short (docs/estimator.md, "Where it misses"); it ran, at 23.8 of its 24 GiB."""
+    on every committed row of every kind. The ZeRO-3 long-sequence rows count with their floor. The
+    held-out Qwen2.5-1.5B full fine-tune broke it (-5.3%) until DeepSpeed's fp64 gradient norm with the
+    optimizer on the CPU was counted (margin.offload_norm_block, 2026-12-03, sixth session): -0.1% now."""
     from benchmarks.estimator.margin_table import total_error
 
     assert len(rows) >= 41
     assert {r["source"] for r in rows} == {"seed", "sweep1", "sweep2", "sweep3", "sweep4", "speed"}
     short = {r["id"]: total_error(r) for r in rows if total_error(r) < -0.03}
-    assert set(short) == {"q1.5b-full-fit (qwen-a)"}, short
-    assert short["q1.5b-full-fit (qwen-a)"] > -0.055
+    assert not short, short
+    qwen = [total_error(r) for r in rows if r["id"].startswith("q1.5b-full-fit")]
+    assert len(qwen) == 2 and all(-0.03 <= e <= 0.05 for e in qwen)
 
 
 def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
@@ -50,9 +50,13 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     Two held-out rows of 2026-12-03 miss, causes not found (docs/estimator.md): 1b-full-ho13 (bf16 ZeRO-2,
     no recompute, 2 x 2,048 tokens) allocated 0.77 GiB (3.0%) more than predicted, its total within the
     target, and again to the byte when run again (seed-scenarios-eager-a);
-    1b-full-ho15 (ZeRO-3, weights on the CPU, Liger, 4 x 4,096 tokens) 0.62 GiB (7.1%) less."""
+    1b-full-ho15 (ZeRO-3, weights on the CPU, Liger, 4 x 4,096 tokens) 0.62 GiB (7.1%) less. A third,
+    held out for the first-step share (2026-12-03, sixth session), like ho13 without recompute at 2 x
+    2,048 tokens a micro-batch and 4 a step: 1b-full-ho24 (bf16 ZeRO-1, Liger) allocated 0.98 GiB (4.2%)
+    more than predicted; ho13 ran a third time (share-a) to the byte."""
     errs = {r["id"]: r["allocated_est"] / r["allocated"] - 1 for r in rows if r["source"] == "seed"}
     named = {"1b-full-ho13 (expandable-d)": (-0.031, -0.02), "1b-full-ho13 (eager-a)": (-0.031, -0.02),
+             "1b-full-ho13 (share-a)": (-0.031, -0.02), "1b-full-ho24 (share-a)": (-0.045, -0.035),
              "1b-full-ho15 (expandable-h)": (0.02, 0.075)}
     off = [(k, round(e, 4)) for k, e in errs.items() if abs(e) > 0.02 and k not in named]
     assert not off
@@ -80,32 +84,29 @@ def _box() -> Hardware:
 
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_ten_percent(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak but on the held-out Qwen2 full
-    fine-tune (-5.3%, the test above). Through zerotui's worker 36 of the 41 rows are within [-3%, +5%];
-    five are +5.1% … +9.9%, none of them a plan whose first step grows the segment: since that segment
-    counts at a share (calibration.py's EXPANDABLE_FIRST_STEP_SHARE, 2026-12-03, sixth session) the ZeRO
-    1-2 full fine-tunes ho8, ho12-ho14 are -1.8% … +4.4% (they were +3.3% … +7.4% with the whole copy).
-    The worst is 1b-full-ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less
-    allocated than predicted). The sweeps' rows (their harness: no fused kernels, full fp32 logits) come
-    out up to +11.2% (a-s0-mb16-ckpt; a-s2-mb1-s8192-ckpt, +15.4% with the whole copy, is +9.3%). In
-    sample: the rows chose calibration.py's EXPANDABLE_* shares; docs/estimator.md has the out-of-sample
-    figures."""
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 43 of
+    the 48 rows are within [-3%, +5%] since DeepSpeed's fp64 gradient norm with the optimizer offloaded
+    is counted and the constants were refitted (2026-12-03, sixth session); five are +5.1% … +9.3%:
+    ho14 twice (fp16 ZeRO-1), ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less
+    allocated than predicted), and the two ZeRO-1 runs with the optimizer on the CPU (ho17, ho18), which
+    the norm's 0.49 GiB block raised. The sweeps' rows (their harness: no fused kernels, full fp32 logits)
+    come out up to +14.7% (a-s0-mb16-ckpt). In sample: the rows chose calibration.py's EXPANDABLE_*
+    shares; docs/estimator.md has the out-of-sample figures."""
     from benchmarks.estimator.fit_margin import group
     from benchmarks.estimator.margin_table import total_error
 
     mine = group(rows, True)
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
-    assert len(worker) == 41 and len(sweeps) == 77
+    assert len(worker) == 48 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
-    known_short = {"q1.5b-full-fit (qwen-a)"}  # the one short row (the test above)
-    assert all(total_error(r) >= -0.03 for r in mine if r["id"] not in known_short), \
+    assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
     over = sorted(r["id"] for r in worker if total_error(r) > 0.05)
-    assert over == ["1b-full-ho15 (expandable-h)", "1b-lora-ho11 (expandable-b)", "1b-qlora-alloc expandable",
-                    "1b-qlora-ho10 (expandable-b)", "7b-lora-fit (expandable-c)"], over
+    assert over == ["1b-full-ho14 (eager-a)", "1b-full-ho14 (expandable-h)", "1b-full-ho15 (expandable-h)",
+                    "1b-full-ho17 (expandable-j)", "1b-full-ho18 (expandable-j)"], over
     assert all(total_error(r) <= 0.10 for r in worker)
-    assert max(total_error(r) for r in sweeps) <= 0.115  # 0.112 (a-s0-mb16-ckpt), 2026-12-03 sixth session
+    assert max(total_error(r) for r in sweeps) <= 0.15  # 0.147 (a-s0-mb16-ckpt), 2026-12-03 sixth session
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():

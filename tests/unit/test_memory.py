@@ -285,9 +285,11 @@ def test_committed_h200_measurements_meet_the_targets():
 def test_no_seed_scenario_measured_above_its_estimate():
     """The jobs users bring, measured on the H200 under a 24 GiB cap (benchmarks/results/seed-scenarios-*):
     today's estimator never promises less than a run took by more than 3% (the dangerous side), and the
-    runs the budget said fit completed under the cap. One row breaks the first: the held-out Qwen2.5-1.5B
-    full fine-tune (seed-scenarios-qwen-a), 5.3% short, named so that no other can join it
-    (tests/unit/test_margin.py has the same). One run did not start (no bitsandbytes on that machine)."""
+    runs the budget says fit ran every step under their cap. The held-out Qwen2.5-1.5B full fine-tune
+    (-5.3%) and its untied twin (out of memory under the cap with 23.0 GiB estimated) broke both until
+    DeepSpeed's fp64 gradient norm with the optimizer on the CPU was counted (2026-12-03, sixth session):
+    the budget now puts the twin above its cap, as it went. One run did not start (no bitsandbytes on
+    that machine)."""
     sys.path.insert(0, str(REPO))
     from benchmarks.seed_scenarios.table import rows
 
@@ -298,7 +300,7 @@ def test_no_seed_scenario_measured_above_its_estimate():
     measured = [r for r in table if not r["oom"] and not r["unrun"]]
     assert all(r["error"] is not None for r in measured)
     short = {r["scenario"]: r["error"] for r in measured if r["error"] < -0.03}
-    assert set(short) == {"q1.5b-full-fit"} and short["q1.5b-full-fit"] > -0.055, short
+    assert not short, short
     # Results a-c, the seed's own jobs, within +5%; every row within +11%: the worst is 1b-full-ho15, +9.9%
     # with the expandable base at 0.6 GiB (ZeRO-3 with the weights on the CPU at 4,096 tokens: 0.6 GiB
     # less allocated than predicted; docs/seed_scenarios.md). tests/unit/test_margin.py holds every kind of
@@ -311,10 +313,16 @@ def test_no_seed_scenario_measured_above_its_estimate():
     assert len(held_out) == 5 and all(r["error"] <= 0.20 for r in held_out), [(r["scenario"], r["error"]) for r in held_out]
     rest = [r for r in measured if r not in held_out]
     assert all(r["error"] <= 0.11 for r in rest), [(r["scenario"], r["error"]) for r in rest]
-    assert all(r["state"] == "completed" for r in table if r["estimate"] <= 24 * 2**30 and r["state"] and not r["unrun"])
-    # the plan forced past the budget went out of memory under its cap, as the budget said it would
+    # every run the budget said fits under its cap ran every step (two ran them and then failed to write
+    # their final checkpoint: the device's disk was full)
+    promised = [r for r in table if r["estimate"] <= r["cap"] and r["state"] and not r["unrun"]]
+    broken = {(r["scenario"], r["file"]) for r in promised if not r["ran"]}
+    assert not broken, broken
+    # the plan forced past the budget, and the untied Qwen2 twin, went out of memory under their caps, as
+    # the budget says they would
     ooms = [r for r in table if r["oom"]]
-    assert ooms and all(r["estimate"] > r["cap"] for r in ooms)
+    assert {r["scenario"] for r in ooms} == {"7b-lora-oom", "q1.5bu-full-fit"}
+    assert all(r["estimate"] > r["cap"] for r in ooms)
 
 
 def test_qlora_stores_the_linear_weights_in_4_bits_with_their_constants():

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# On the GPU machine: seed scenarios under PyTorch's allocator history (sitecustomize.py), then
+# summary.py on each worker's snapshot. Usage: bash benchmarks/memsnap/gpu.sh CAP SCENARIO...
+set -uo pipefail
+cap=${1:?cap}; shift
+source benchmarks/gpu_setup.sh
+mkdir -p "$OUT/snap"
+args=(); for s in "$@"; do args+=(--scenario "$s"); done
+ZT_MEMSNAP_DIR="$OUT/snap" ZEROTUI_SPARE=0 PYTHONPATH="$PWD/benchmarks/memsnap:$PYTHONPATH" \
+  PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True timeout ${SNAP_TIMEOUT:-400} \
+  python3 -m benchmarks.seed_scenarios.run --out "$OUT/memsnap-seed.json" --models-dir "$models" --cap "$cap" \
+  "${args[@]}" --steps 3 --log-interval 1 --timeout 300 2>&1 | grep -vE "Warning|warn\(|Loading weights|it/s\]" | tail -8
+for f in "$OUT"/snap/*.pickle; do
+  [ -f "$f" ] || continue
+  python3 -m benchmarks.memsnap.summary "$f" > "${f%.pickle}.txt" 2>&1; head -c 6000 "${f%.pickle}.txt"
+  rm -f "$f"   # too large to bring back; the summary is what comes back
+done
+ls -la "$OUT" "$OUT/snap"

@@ -1,0 +1,101 @@
+"""What a CUDA allocator history (benchmarks/memsnap/sitecustomize.py) says about a run's peak.
+
+    python -m benchmarks.memsnap.summary SNAPSHOT.pickle [--top 25]
+
+Replays the trace: allocated and reserved over time, each time the pool grew (how much, what was
+allocated then, and the allocation that made it grow, by its innermost frames outside torch), the live
+blocks at the peak of allocated and at the peak of reserved, and the free space at the end.
+"""
+from __future__ import annotations
+
+import argparse
+import pickle
+from collections import Counter
+
+GIB = 2**30
+SKIP = ("torch/utils/", "torch/_tensor", "torch/cuda/", "<frozen", "contextlib.py", "torch/nn/modules/module.py",
+        "threading.py", "torch/autograd/", "torch/_ops.py", "torch/_compile", "torch/_dynamo")
+
+
+def where(frames: list, n: int = 3) -> str:
+    """The first ``n`` frames that are not the allocator's or torch's plumbing."""
+    picked = [f"{f['filename'].split('site-packages/')[-1]}:{f['line']} {f['name']}" for f in frames or []
+              if not any(s in f["filename"] for s in SKIP)]
+    return " < ".join(picked[:n]) or "?"
+
+
+def replay(events: list) -> dict:
+    live: dict[int, dict] = {}
+    alloc = reserved = 0
+    peak_alloc = peak_res = (0, -1)
+    growth = []
+    snap_alloc = snap_res = {}
+    pending = None
+    for i, e in enumerate(events):
+        a, size = e["action"], e.get("size", 0)
+        if a == "alloc":
+            live[e["addr"]] = e
+            alloc += size
+            if pending is not None:
+                pending["cause"] = f"{size / GIB:.3f} GiB from {where(e.get('frames'))}"
+                pending = None
+            if alloc > peak_alloc[0]:
+                peak_alloc, snap_alloc = (alloc, i), dict(live)
+        elif a == "free_completed":
+            if live.pop(e["addr"], None) is not None:
+                alloc -= size
+        elif a in ("segment_alloc", "segment_map"):
+            reserved += size
+            pending = {"at": i, "grew": size, "reserved": reserved, "allocated": alloc}
+            growth.append(pending)
+            if reserved > peak_res[0]:
+                peak_res, snap_res = (reserved, i), dict(live)
+        elif a in ("segment_free", "segment_unmap"):
+            reserved -= size
+    return {"events": len(events), "peak_alloc": peak_alloc, "peak_res": peak_res, "growth": growth,
+            "live_at_peak_alloc": snap_alloc, "live_at_peak_res": snap_res, "end_alloc": alloc, "end_res": reserved}
+
+
+def table(live: dict, top: int) -> list[str]:
+    by_site = Counter()
+    count = Counter()
+    for e in live.values():
+        k = where(e.get("frames"), 2)
+        by_site[k] += e["size"]
+        count[k] += 1
+    return [f"  {v / GIB:8.3f} GiB  {count[k]:5d} blocks  {k}" for k, v in by_site.most_common(top)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("snapshot")
+    ap.add_argument("--top", type=int, default=25)
+    a = ap.parse_args()
+    with open(a.snapshot, "rb") as f:
+        snap = pickle.load(f)
+    for dev, events in enumerate(snap.get("device_traces", [])):
+        if not events:
+            continue
+        r = replay(events)
+        print(f"device {dev}: {r['events']} events (the trace keeps the last ones only if it overflowed)")
+        print(f"peak allocated {r['peak_alloc'][0] / GIB:.3f} GiB at event {r['peak_alloc'][1]}; "
+              f"peak reserved {r['peak_res'][0] / GIB:.3f} GiB at event {r['peak_res'][1]}; "
+              f"at the end allocated {r['end_alloc'] / GIB:.3f}, reserved {r['end_res'] / GIB:.3f} (replayed)")
+        print("the pool grew (>= 64 MiB at a time):")
+        for g in r["growth"]:
+            if g["grew"] >= 64 * 2**20:
+                print(f"  event {g['at']:7d}: +{g['grew'] / GIB:.3f} -> {g['reserved'] / GIB:.3f} GiB reserved, "
+                      f"{g['allocated'] / GIB:.3f} allocated; {g.get('cause', '?')}")
+        print("live at the peak of allocated, by where it was allocated:")
+        print("\n".join(table(r["live_at_peak_alloc"], a.top)))
+        print("live at the peak of reserved:")
+        print("\n".join(table(r["live_at_peak_res"], a.top)))
+    segs = snap.get("segments", [])
+    total = sum(s["total_size"] for s in segs)
+    used = sum(s["allocated_size"] for s in segs)
+    print(f"segments at the dump: {len(segs)}, {total / GIB:.3f} GiB reserved, {used / GIB:.3f} allocated")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
