@@ -166,6 +166,16 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                        seq_len=2048, grad_ckpt=True), "fit"),
     "q1.5b-qlora-fit": ("q1.5b", dict(method="qlora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
                                       micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "fit"),
+    # Held out from the refit that followed counting DeepSpeed's fp64 gradient norm (2026-12-03, sixth
+    # session, base 0.1 GiB): ZeRO-2 with the optimizer on the CPU without recompute (the norm's case), and
+    # a LoRA and a QLoRA plan of kinds the rows lack. With q1.5b-full-fit and q1.5bu-full-fit as `fit` now
+    # picks them. Written down by predict.py before they ran.
+    "1b-full-ho26": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="auto",
+                                micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-lora-ho27": ("1b", dict(method="lora", precision="bf16", stage=2, kernels="auto", lora_targets=ALL_LINEAR,
+                                micro_batch=16, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-qlora-ho28": ("1b", dict(method="qlora", precision="bf16", stage=0, kernels="auto", lora_targets=ALL_LINEAR,
+                                 micro_batch=8, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
