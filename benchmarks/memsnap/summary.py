@@ -19,8 +19,9 @@ SKIP = ("torch/utils/", "torch/_tensor", "torch/cuda/", "<frozen", "contextlib.p
 
 def where(frames: list, n: int = 3) -> str:
     """The first ``n`` frames that are not the allocator's or torch's plumbing."""
+    # Python frames only: the history also records C++ frames (unwind, the allocator), which name nothing
     picked = [f"{f['filename'].split('site-packages/')[-1]}:{f['line']} {f['name']}" for f in frames or []
-              if not any(s in f["filename"] for s in SKIP)]
+              if f["filename"].endswith(".py") and not any(s in f["filename"] for s in SKIP)]
     return " < ".join(picked[:n]) or "?"
 
 
