@@ -69,7 +69,9 @@ def ran_every_step(r: dict) -> bool:
     """A failed run whose failure came after its last step (share-b/-c of 2026-12-03: the device's disk
     filled at the final checkpoint) measured every step's memory; one that failed before did not."""
     plan = r.get("plan", {})
-    return (r.get("steps") or 0) * plan.get("log_interval", 1) >= plan.get("max_steps", 1) \
+    if not plan.get("max_steps"):  # without its planned steps a row cannot show it ran them all
+        return False
+    return (r.get("steps") or 0) * plan.get("log_interval", 1) >= plan["max_steps"] \
         and "out of GPU memory" not in (r.get("reason") or "")
 
 

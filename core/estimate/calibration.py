@@ -89,9 +89,9 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: expandable rows with a segment the rule keeps, the whole copy left them +3.3% … +15.4% (a-s2-mb1-s8192-
 #: ckpt: 1.99 GiB held beyond allocated, 6.09 given). Fitted with the five above on every expandable row
 #: (benchmarks/estimator/fit_margin.py, 2026-12-03, sixth session), the others unchanged by it; out of
-#: sample (crossval_margin.py) 89 of 118 rows within [-3%, +5%] where the whole copy had 68, the worst
+#: sample (crossval_margin.py) 82 of 118 rows within [-3%, +5%] where the whole copy had 68, the worst
 #: over +10.7% where it was +16.7%, the same six rows below -3% but one: w8-s2-mb8-s4096-ckpt (its
-#: sweep-2 run held 10.57 GiB beyond allocated, its sweep-4 run 7.47) -5.7% in place of w8-s1-cpu-mb2.
+#: sweep-2 run held 10.57 GiB beyond allocated, its sweep-4 run 7.47) -5.0% in place of w8-s1-cpu-mb2.
 #: Refitted to 0.4 with the other constants once DeepSpeed's fp64 gradient norm was counted (same session).
 EXPANDABLE_FIRST_STEP_SHARE = 0.4
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from

@@ -70,7 +70,8 @@ by what the step creates against what step 0 freed plus the margin's other terms
 figures: on the 26 rows with phases and a first-step segment, 15 fit at 0.20-0.85 and 11 grew at
 0.92-3.79 (calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE, 0.9, sits between; set before sweep 3's ten
 held-out rows, which it called right). With the first step gone from the rows that fit, the fit
-found stages 1-2's holes larger than the loss term alone gives, and took a gradient share of 0.25.
+found stages 1-2's holes larger than the loss term alone gives, and took a gradient share of 0.25
+(0.75 since the refit that followed counting offload_norm_block).
 Where the step does grow the segment, the whole copy overstated what is left at the peak: the copy is
 freed after the step, the segment keeps its pages, and later steps' activations are served from them
 (sweep 4, with Adam's state made at start, showed the pool's growth at the first step taken back by
@@ -182,13 +183,18 @@ def fp16_offload_guard(job) -> float:
 
 def offload_norm_block(job) -> float:
     """ZeRO-1/2 with the optimizer on the CPU: DeepSpeed 0.19.8 takes each gradient's norm on the GPU in
-    float64 before copying it to the host (stage_1_and_2.py, set_norm_for_param_grad_in_gpu:
-    ``.to(get_norm_dtype()).norm(2)``, fp64 where the device has it), a transient of 8 bytes per element
-    of the largest trainable gradient in the partition. It needs one contiguous block, which the pool's
-    holes did not hold: the Qwen2 full fine-tunes (151,936 x 1,536 embeddings, a 1.74 GiB block) grew the
-    pool by it after step 0 (tied head) or went out of memory on it inside backward (untied), measured
-    with the allocator's history (benchmarks/memsnap, 2026-12-03, sixth session). Counted whole, with no
-    share: 0.49 GiB for a 1.1B Llama, none for adapters (their tensors are small)."""
+    float64 before copying it to the host (stage_1_and_2.py, copy_grads_in_partition ->
+    set_norm_for_param_grad_in_gpu: ``.to(get_norm_dtype()).norm(2)``, fp64 where the device has it), one
+    parameter at a time, from backward's reduce hooks at the accumulation boundary: a transient of 8
+    bytes per element of the largest trainable gradient slice in the partition. It needs one contiguous
+    block, which the pool's holes did not hold. The Qwen2 full fine-tunes (2026-12-03, sixth session)
+    each asked the allocator for one 1,866,989,568-byte block, 8 x their 151,936 x 1,536 embedding
+    (benchmarks/memsnap's replay of the allocator history; its stacks were not recorded, so the call site
+    is read from DeepSpeed's source, not from the trace): the tied run's pool grew by it after step 0's
+    backward, the untied run asked inside backward with 19.93 GiB allocated and went over its cap.
+    Without offload DeepSpeed also casts each gradient to fp64 for the norm, but in the optimizer step
+    (get_grad_norm_direct), where the rows measured show no such block: not counted there. Counted whole,
+    with no share: 0.49 GiB for a 1.1B Llama, none for adapters (their tensors are small)."""
     if job.oo == "none" or job.stage not in (1, 2):
         return 0.0
     block = 8.0 * min(largest_trainable(job), job.psit / job.N)

@@ -55,7 +55,8 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     2,048 tokens a micro-batch and 4 a step: 1b-full-ho24 (bf16 ZeRO-1, Liger) allocated 0.98 GiB (4.2%)
     more than predicted; ho13 ran a third time (share-a) to the byte. Held out from the refit that
     followed (refit-a/-b): 1b-full-ho26 (bf16 ZeRO-2, optimizer on the CPU, 4 x 2 x 2,048, no recompute)
-    allocated 2.8% more, the same pattern, and the untied Qwen2 twin as `fit` now picks it (16 x 1 x
+    allocated 2.8% more (the same pattern, or the fp64 norm block landing on the allocation peak; the
+    margin counts it and the total is exact), and the untied Qwen2 twin as `fit` now picks it (16 x 1 x
     2,048, recompute) 2.7% less."""
     errs = {r["id"]: r["allocated_est"] / r["allocated"] - 1 for r in rows if r["source"] == "seed"}
     named = {"1b-full-ho13 (expandable-d)": (-0.031, -0.02), "1b-full-ho13 (eager-a)": (-0.031, -0.02),
@@ -207,3 +208,40 @@ def test_with_expandable_segments_the_first_step_adds_a_segment_only_when_it_can
                        kernels="none"), spec, _box(), env={})
     states = gpu.model_states(job)
     assert gpu.peak(job, states).step_new == pytest.approx(states.step_transient)
+
+
+def test_the_fp64_gradient_norm_block_with_the_optimizer_offloaded():
+    """DeepSpeed's ZeRO-1/2 CPU-offload path takes each gradient's norm in float64 on the GPU
+    (margin.offload_norm_block): 8 bytes per element of the largest trainable tensor's slice, only at
+    stages 1-2 with the optimizer offloaded, none for adapters' small tensors; a part of the margin."""
+    from zerotui.core.estimate.margin import offload_norm_block
+
+    spec = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
+                                           "num_attention_heads": 32, "num_key_value_heads": 4,
+                                           "intermediate_size": 5632, "vocab_size": 32000}, "test")
+
+    def job(**fields):
+        plan = Plan(**{"model": "llama-1b", "method": "full", "micro_batch": 4, "seq_len": 1024, "kernels": "none",
+                       **fields})
+        return job_for(plan, spec, _box(), env={})
+
+    embedding = 32000 * 2048
+    for stage in (1, 2):
+        j = job(stage=stage, offload_optimizer="cpu")
+        assert offload_norm_block(j) == 8 * embedding
+        peak = gpu.peak(j, gpu.model_states(j))
+        assert peak.margin_terms["gradient norm (fp64, offload)"] == 8 * embedding
+        assert peak.margin == pytest.approx(sum(peak.margin_terms.values()))
+    assert offload_norm_block(job(stage=2)) == 0  # optimizer on the GPU: the norm is taken in the step
+    assert offload_norm_block(job(stage=3, offload_optimizer="cpu")) == 0  # stage3.py: not this path
+    assert offload_norm_block(job(stage=0)) == 0
+    lora = job(stage=2, offload_optimizer="cpu", method="lora", lora_r=8)
+    assert offload_norm_block(lora) == 0  # 8 x 2,048 adapters: under the allocator's small-block size
+    # with several ranks the slice in one partition is at most the partition
+    many = job_for(Plan(model="llama-1b", method="full", stage=2, offload_optimizer="cpu", micro_batch=4,
+                        seq_len=1024, kernels="none", gpus=64), spec,
+                   Hardware(gpus=[GpuInfo(index=i, name="test GPU", total_bytes=80 * GIB, free_bytes=80 * GIB,
+                                          compute_capability=(9, 0), bf16=True) for i in range(64)],
+                            ram_total_bytes=4096 * GIB, ram_available_bytes=4096 * GIB), env={})
+    assert many.N == 64 and offload_norm_block(many) == pytest.approx(8 * min(embedding, many.psit / 64))
+    assert offload_norm_block(many) < 8 * embedding

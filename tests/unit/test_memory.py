@@ -301,18 +301,18 @@ def test_no_seed_scenario_measured_above_its_estimate():
     assert all(r["error"] is not None for r in measured)
     short = {r["scenario"]: r["error"] for r in measured if r["error"] < -0.03}
     assert not short, short
-    # Results a-c, the seed's own jobs, within +5%; every row within +11%: the worst is 1b-full-ho15, +9.9%
-    # with the expandable base at 0.6 GiB (ZeRO-3 with the weights on the CPU at 4,096 tokens: 0.6 GiB
-    # less allocated than predicted; docs/seed_scenarios.md). tests/unit/test_margin.py holds every kind of
-    # row to -3%.
+    # Results a-c, the seed's own jobs, within +5%; every other row within +10%: the worst is 1b-full-ho18,
+    # +9.3% (ZeRO-1 with the optimizer on the CPU, which the fp64 norm's 0.49 GiB block raised; refit of
+    # 2026-12-03, sixth session). tests/unit/test_margin.py holds every kind of row to -3%.
     ours = [r for r in measured if r["file"].startswith(("seed-scenarios-7b-a-", "seed-scenarios-b-", "seed-scenarios-c-"))]
     assert len(ours) >= 8 and all(r["error"] <= 0.05 for r in ours), [(r["scenario"], r["error"]) for r in ours]
-    # The rows held out for the CUDA-context rule (seed-scenarios-context-ho) over-estimate more: a 1.1B
-    # QLoRA by 19.7%, a 1.1B ZeRO-3 by 11.0% (docs/estimator.md, "The CUDA context"); held to +20%.
+    # The rows held out for the CUDA-context rule (seed-scenarios-context-ho, PyTorch's default allocator)
+    # over-estimate more: a 1.1B QLoRA by 13.8%, an fp16 ZeRO-2 by 12.0% (docs/estimator.md, "The CUDA
+    # context"); held to +15%.
     held_out = [r for r in measured if r["file"].startswith("seed-scenarios-context-ho-")]
-    assert len(held_out) == 5 and all(r["error"] <= 0.20 for r in held_out), [(r["scenario"], r["error"]) for r in held_out]
+    assert len(held_out) == 5 and all(r["error"] <= 0.15 for r in held_out), [(r["scenario"], r["error"]) for r in held_out]
     rest = [r for r in measured if r not in held_out]
-    assert all(r["error"] <= 0.11 for r in rest), [(r["scenario"], r["error"]) for r in rest]
+    assert all(r["error"] <= 0.10 for r in rest), [(r["scenario"], r["error"]) for r in rest]
     # every run the budget said fits under its cap ran every step (two ran them and then failed to write
     # their final checkpoint: the device's disk was full)
     promised = [r for r in table if r["estimate"] <= r["cap"] and r["state"] and not r["unrun"]]
