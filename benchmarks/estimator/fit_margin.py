@@ -69,7 +69,8 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),
-            "guard": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
+            # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
+            "fixed": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
             "measured": np.array([measured_total(r) for r in rows], dtype=float)}
 
 
@@ -90,7 +91,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     m = share("base") + loss_gather + share("recompute") + share("gradients")
     # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
-    return np.maximum(m + np.where(fits, 0.0, share("first step")) + d["guard"], d["floor"])
+    return np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
