@@ -176,6 +176,20 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=16, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-qlora-ho28": ("1b", dict(method="qlora", precision="bf16", stage=0, kernels="auto", lora_targets=ALL_LINEAR,
                                  micro_batch=8, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    # Held out from the rule that bf16 gradients at ZeRO-0 leave no holes with expandable segments
+    # (margin.gradients_resident, 2026-12-03, seventh session): bf16 ZeRO-0 full fine-tunes with and without
+    # the fused loss and recompute, one on the Qwen2 shape, and an fp16 twin that keeps the gradient share.
+    # Written down by predict.py before they ran.
+    "1b-full-ho29": ("1b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=8, grad_accum=1,
+                                seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho30": ("1b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=4, grad_accum=2,
+                                seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho31": ("1b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=16, grad_accum=1,
+                                seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho32": ("1b", dict(method="full", precision="fp16", stage=0, kernels="auto", micro_batch=16, grad_accum=1,
+                                seq_len=2048, grad_ckpt=True), "seed"),
+    "q1.5b-full-ho33": ("q1.5b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=4,
+                                      grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

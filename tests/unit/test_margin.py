@@ -116,6 +116,26 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_withi
     assert max(total_error(r) for r in sweeps) <= 0.15  # 0.147 (a-s0-mb16-ckpt), 2026-12-03 sixth session
 
 
+def test_bf16_stage_zero_gradients_churn_nothing_with_expandable_segments():
+    """DeepSpeed's stage-0 bf16 optimizer zeroes the 16-bit gradients in place, so with expandable segments
+    they add no holes (margin.gradients_resident); fp16's sets them to None (they churn), stage 2 frees
+    them into buckets, and PyTorch's default allocator keeps the share its rows measured."""
+    spec = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
+                                           "num_attention_heads": 32, "num_key_value_heads": 4,
+                                           "intermediate_size": 5632, "vocab_size": 32000}, "test")
+
+    def grads_source(stage: int, precision: str, env: dict) -> float:
+        job = job_for(Plan(model="llama-1b", method="full", stage=stage, precision=precision, micro_batch=8,
+                           seq_len=1024, grad_ckpt=True, kernels="none"), spec, _box(), env=env)
+        return gpu.peak(job, gpu.model_states(job)).margin_sources["gradients"]
+
+    default = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
+    assert grads_source(0, "bf16", {}) == 0.0
+    assert grads_source(0, "fp16", {}) == pytest.approx(2 * 1.1e9, rel=0.01)
+    assert grads_source(2, "bf16", {}) > 0.0
+    assert grads_source(0, "bf16", default) == pytest.approx(2 * 1.1e9, rel=0.01)
+
+
 def test_stage_one_first_step_segment_with_expandable_segments():
     """At ZeRO-1 with expandable segments the step's fp32 gradient copy grows the cache by the copy less
     the 16-bit gradients it is made from (measured on ho12 and ho14); at stage 2 by the whole copy; bf16
