@@ -176,10 +176,13 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=16, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-qlora-ho28": ("1b", dict(method="qlora", precision="bf16", stage=0, kernels="auto", lora_targets=ALL_LINEAR,
                                  micro_batch=8, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
-    # Held out from the rule that bf16 gradients at ZeRO-0 leave no holes with expandable segments
-    # (margin.gradients_resident, 2026-12-03, seventh session): bf16 ZeRO-0 full fine-tunes with and without
-    # the fused loss and recompute, one on the Qwen2 shape, and an fp16 twin that keeps the gradient share.
-    # Written down by predict.py before they ran.
+    # Held out from a rule that bf16 gradients at ZeRO-0 leave no holes with expandable segments (2026-12-03,
+    # seventh session): bf16 ZeRO-0 full fine-tunes with and without the fused loss and recompute, one on
+    # the Qwen2 shape, and an fp16 twin. Written down by predict.py before they ran
+    # (estimator-stage0-predictions-2026-12-03.txt, with and without the rule). ho31 and ho33 came out 6.3%
+    # and 6.9% short with it, and the allocator's history showed why (zerotui's bf16 ZeRO-0 runs through
+    # DeepSpeed's FP16_Optimizer, whose gradients churn): the rule was dropped; without it they are
+    # -1.0% and -1.5% (docs/estimator.md).
     "1b-full-ho29": ("1b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=8, grad_accum=1,
                                 seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho30": ("1b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=4, grad_accum=2,

@@ -11,8 +11,7 @@ them is memory that is freed and asked for again at other sizes. The margin is a
     recompute   with checkpointing, each layer's activations and gradients are rebuilt in backward into
                 whatever the freed blocks of the layer before left
     gather      ZeRO-3: each layer's weights are gathered into fresh blocks (from the CPU or peers)
-    gradients   stage 0-2 gradients, allocated per weight in backward between activation blocks (not bf16
-                at stage 0 with expandable segments: ``gradients_resident``)
+    gradients   stage 0-2 gradients, allocated per weight in backward between activation blocks
     first step  the optimizer step's flat fp32 gradient copy (4 bytes per trainable element of the
                 partition), when it is larger than any block the step could reuse: a new segment, on
                 top of a cache that already holds the whole forward/backward (measured on sweep 1:
@@ -139,28 +138,12 @@ def first_step_fits(job, room: float, new: float, holes: float) -> bool:
     return job.expandable and first_step_share(room, new, holes) <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE
 
 
-def gradients_resident(job) -> bool:
-    """bf16 at ZeRO stage 0 with expandable segments: the 16-bit gradients leave no holes. DeepSpeed's
-    BF16_Optimizer (zerotui's stage-0 bf16 path) zeroes them in place before each backward
-    (bf16_optimizer.py, ``backward_prologue`` -> ``clear_lp_grads(set_to_none=False)``), so they are
-    allocated once, in step 0's backward, and stay like the weights; stage 1-2 copy each gradient into
-    buckets and a flat partition and free it, every micro-step. Measured (2026-12-03, seventh session):
-    the 14 bf16 stage-0 rows with expandable segments held 0.20-2.52 GiB beyond allocated; the full
-    fine-tunes' no more than the base and loss terms give without a gradient share (a-s0-mb16-ckpt 0.98
-    GiB against 4.20; 5.74 with the share), the QLoRA rows' up to 0.31 GiB more (their adapters'
-    gradients are 0.07-0.12 GiB). PyTorch's default allocator keeps the share: with it left out there
-    and that allocator's constants refitted, the 1.1B Liger plan at ZeRO-0 came out 7.0% short. fp16's
-    stage-0 optimizer (fp16/fused_optimizer.py ``zero_grad``) sets them to None: they churn."""
-    return job.expandable and job.stage == 0 and job.plan.precision == "bf16"
-
-
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
             step_transient: float) -> dict[str, float]:
     """The bytes each source churns, before its share (the fit's features): the module docstring."""
     gathered = g.get("stage-3 working set", 0.0)
     loss = lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]
-    return {"loss": loss, "recompute": recompute, "gather": gathered,
-            "gradients": 0.0 if gradients_resident(job) else grads,
+    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
             "first step": first_step_bytes(job, lg, step_transient, gathered)}
 
 

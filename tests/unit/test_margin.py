@@ -89,13 +89,14 @@ def _box() -> Hardware:
 
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_within_ten_percent(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 47 of
-    the 52 rows are within [-3%, +5%] since DeepSpeed's fp64 gradient norm with the optimizer offloaded
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 51 of
+    the 57 rows are within [-3%, +5%] since DeepSpeed's fp64 gradient norm with the optimizer offloaded
     is counted and the constants were refitted (2026-12-03, sixth session; the four runs held out from
-    that refit, refit-a/-b, came out -1.7% … +0.9% against the estimate committed before they ran);
-    five are +5.1% … +9.3%:
+    that refit, refit-a/-b, came out -1.7% … +0.9% against the estimate committed before they ran, and
+    the five ZeRO-0 runs of the seventh session, stage0-a/-b, -1.5% … +5.6%); six are +5.1% … +9.3%:
     ho14 twice (fp16 ZeRO-1), ho15 (ZeRO-3, weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less
-    allocated than predicted), and the two ZeRO-1 runs with the optimizer on the CPU (ho17, ho18), which
+    allocated than predicted), ho29 (bf16 ZeRO-0 without the fused loss, whose step is its peak: the loss
+    term's holes are counted there too), and the two ZeRO-1 runs with the optimizer on the CPU (ho17, ho18), which
     the norm's 0.49 GiB block raised. The sweeps' rows (their harness: no fused kernels, full fp32 logits)
     come out up to +14.7% (a-s0-mb16-ckpt). In sample: the rows chose calibration.py's EXPANDABLE_*
     shares; docs/estimator.md has the out-of-sample figures."""
@@ -105,35 +106,15 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_withi
     mine = group(rows, True)
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
-    assert len(worker) == 52 and len(sweeps) == 77
+    assert len(worker) == 57 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
     over = sorted(r["id"] for r in worker if total_error(r) > 0.05)
     assert over == ["1b-full-ho14 (eager-a)", "1b-full-ho14 (expandable-h)", "1b-full-ho15 (expandable-h)",
-                    "1b-full-ho17 (expandable-j)", "1b-full-ho18 (expandable-j)"], over
+                    "1b-full-ho17 (expandable-j)", "1b-full-ho18 (expandable-j)", "1b-full-ho29 (stage0-a)"], over
     assert all(total_error(r) <= 0.10 for r in worker)
     assert max(total_error(r) for r in sweeps) <= 0.15  # 0.147 (a-s0-mb16-ckpt), 2026-12-03 sixth session
-
-
-def test_bf16_stage_zero_gradients_churn_nothing_with_expandable_segments():
-    """DeepSpeed's stage-0 bf16 optimizer zeroes the 16-bit gradients in place, so with expandable segments
-    they add no holes (margin.gradients_resident); fp16's sets them to None (they churn), stage 2 frees
-    them into buckets, and PyTorch's default allocator keeps the share its rows measured."""
-    spec = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
-                                           "num_attention_heads": 32, "num_key_value_heads": 4,
-                                           "intermediate_size": 5632, "vocab_size": 32000}, "test")
-
-    def grads_source(stage: int, precision: str, env: dict) -> float:
-        job = job_for(Plan(model="llama-1b", method="full", stage=stage, precision=precision, micro_batch=8,
-                           seq_len=1024, grad_ckpt=True, kernels="none"), spec, _box(), env=env)
-        return gpu.peak(job, gpu.model_states(job)).margin_sources["gradients"]
-
-    default = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
-    assert grads_source(0, "bf16", {}) == 0.0
-    assert grads_source(0, "fp16", {}) == pytest.approx(2 * 1.1e9, rel=0.01)
-    assert grads_source(2, "bf16", {}) > 0.0
-    assert grads_source(0, "bf16", default) == pytest.approx(2 * 1.1e9, rel=0.01)
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():
