@@ -193,6 +193,13 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 seq_len=2048, grad_ckpt=True), "seed"),
     "q1.5b-full-ho33": ("q1.5b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=4,
                                       grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    # Held out from margin.gradients_reused (ZeRO-1 with the optimizer on the CPU: the gradients held between
+    # accumulation boundaries leave no holes; 2026-12-03, seventh session): a Qwen2 plan and an fp16 1.1B
+    # plan without fused kernels. Written down by predict.py before they ran.
+    "q1.5b-full-ho34": ("q1.5b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
+                                      kernels="auto", micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho35": ("1b", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu", kernels="none",
+                                micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
