@@ -193,9 +193,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 seq_len=2048, grad_ckpt=True), "seed"),
     "q1.5b-full-ho33": ("q1.5b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=4,
                                       grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
-    # Held out from margin.gradients_reused (ZeRO-1 with the optimizer on the CPU: the gradients held between
-    # accumulation boundaries leave no holes; 2026-12-03, seventh session): a Qwen2 plan and an fp16 1.1B
-    # plan without fused kernels. Written down by predict.py before they ran.
+    # Held out from a rule that ZeRO-1 with the optimizer on the CPU holds its accumulated gradients without
+    # holes (2026-12-03, seventh session, from 1b-full-ho18's allocator history): a Qwen2 plan and an fp16
+    # 1.1B plan without fused kernels. Written down by predict.py before they ran
+    # (estimator-zero1-offload-predictions-2026-12-03.txt). With the rule ho34 came out 6.9% short
+    # (ho35 +3.7%), so it was dropped; without it +10.0% and +17.1% (docs/estimator.md).
     "q1.5b-full-ho34": ("q1.5b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
                                       kernels="auto", micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho35": ("1b", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu", kernels="none",

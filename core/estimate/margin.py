@@ -11,8 +11,7 @@ them is memory that is freed and asked for again at other sizes. The margin is a
     recompute   with checkpointing, each layer's activations and gradients are rebuilt in backward into
                 whatever the freed blocks of the layer before left
     gather      ZeRO-3: each layer's weights are gathered into fresh blocks (from the CPU or peers)
-    gradients   stage 0-2 gradients, allocated per weight in backward between activation blocks (not
-                ZeRO-1's with the optimizer offloaded: ``gradients_reused``)
+    gradients   stage 0-2 gradients, allocated per weight in backward between activation blocks
     first step  the optimizer step's flat fp32 gradient copy (4 bytes per trainable element of the
                 partition), when it is larger than any block the step could reuse: a new segment, on
                 top of a cache that already holds the whole forward/backward (measured on sweep 1:
@@ -139,26 +138,12 @@ def first_step_fits(job, room: float, new: float, holes: float) -> bool:
     return job.expandable and first_step_share(room, new, holes) <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE
 
 
-def gradients_reused(job) -> bool:
-    """ZeRO-1 with the optimizer on the CPU: the 16-bit gradients it holds between accumulation boundaries
-    (gpu._stage12) leave no holes. They are autograd's own ``param.grad`` tensors, made in the first
-    micro-step's backward and all freed at the boundary once copied to the host (stage_1_and_2.py,
-    copy_grads_in_partition); the next step makes them again, at the same sizes and in the same order, in
-    the blocks they left. Measured (2026-12-03, seventh session): 1b-full-ho18's allocator history
-    (benchmarks/results/memsnap-1b-ho18-2026-12-03.txt) has 1.96 GiB of them live at the peak and 0.26 GiB
-    beyond allocated in all, where the gradient share added 1.54; ho17 held 1.60 GiB beyond allocated,
-    what the base, loss and norm terms give without that share (1.62). Stage 2 copies each gradient into
-    buckets as it comes and frees it mid-backward, between activations: its share stays."""
-    return job.stage == 1 and job.oo != "none"
-
-
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
             step_transient: float) -> dict[str, float]:
     """The bytes each source churns, before its share (the fit's features): the module docstring."""
     gathered = g.get("stage-3 working set", 0.0)
     loss = lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]
-    return {"loss": loss, "recompute": recompute, "gather": gathered,
-            "gradients": 0.0 if gradients_reused(job) else grads,
+    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
             "first step": first_step_bytes(job, lg, step_transient, gathered)}
 
 
