@@ -103,7 +103,10 @@ def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float
 def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered: float) -> float:
     """A new segment for the step's flat fp32 gradient copy, when no freed block can hold it. With
     expandable segments it goes where it was measured gone, bf16 at stage 0 or 3, and is smaller at
-    stage 1 (module docstring, "Expandable segments")."""
+    stage 1 (module docstring, "Expandable segments"). Not gone where the step itself is the peak: the
+    bf16 ZeRO-0 recompute plans of 2026-12-03's seventh session grew the pool by the whole 4.1 GiB copy at
+    the step (memsnap-1b-stage0-step-2026-12-03.txt), which the gradient share covers on those rows
+    (docs/estimator.md, "ZeRO-0's step")."""
     if not step_transient or (job.expandable and job.plan.precision == "bf16" and job.stage in (0, 3)):
         return 0.0
     if job.stage == 3:
@@ -189,9 +192,11 @@ def offload_norm_block(job) -> float:
     bytes per element of the largest trainable gradient slice in the partition. It needs one contiguous
     block, which the pool's holes did not hold. The Qwen2 full fine-tunes (2026-12-03, sixth session)
     each asked the allocator for one 1,866,989,568-byte block, 8 x their 151,936 x 1,536 embedding
-    (benchmarks/memsnap's replay of the allocator history; its stacks were not recorded, so the call site
-    is read from DeepSpeed's source, not from the trace): the tied run's pool grew by it after step 0's
-    backward, the untied run asked inside backward with 19.93 GiB allocated and went over its cap.
+    (benchmarks/memsnap's replay of the allocator history): the tied run's pool grew by it after step 0's
+    backward, the untied run asked inside backward with 19.93 GiB allocated and went over its cap. Their
+    traces had no Python stacks; 1b-full-ho18's (seventh session, memsnap-1b-ho18-2026-12-03.txt) names
+    the call site, set_norm_for_param_grad_in_gpu from copy_grads_in_partition, with its 0.49 GiB block
+    inside the allocation peak, not beyond it (the total is the same; the margin carries it).
     Without offload DeepSpeed also casts each gradient to fp64 for the norm, but in the optimizer step
     (get_grad_norm_direct), where the rows measured show no such block: not counted there. Counted whole,
     with no share: 0.49 GiB for a 1.1B Llama, none for adapters (their tensors are small)."""
