@@ -42,7 +42,8 @@ def main() -> int:
                                          dtype="bfloat16").save_pretrained(folder)
                 plan = plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw)
                 b = estimate(plan, hw)
-                print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB  ({plan.method} {plan.precision}, "
+                print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB, allocated "
+                      f"{b.gpu_allocated_bytes / 2**30:.2f} at the {b.peak_phase}  ({plan.method} {plan.precision}, "
                       f"ZeRO-{plan.stage}, optimizer {plan.offload_optimizer}, weights {plan.offload_params}, "
                       f"{plan.micro_batch}x{plan.grad_accum}x{plan.seq_len}, ckpt {plan.grad_ckpt}, "
                       f"kernels {plan.kernels})", flush=True)

@@ -35,6 +35,10 @@ SHAPES: dict[str, dict[str, Any]] = {
                 num_attention_heads=40, num_key_value_heads=40, max_position_embeddings=4096,
                 rms_norm_eps=1e-5, tie_word_embeddings=False),
     # TinyLlama-1.1B's architecture (its config.json), the 1.1B full fine-tune of benchmarks/speed.
+    # Llama-3.2-3B's architecture (its config.json): tied 128,256-word embeddings, grouped-query attention.
+    "3b": dict(vocab_size=128256, hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
+               num_attention_heads=24, num_key_value_heads=8, max_position_embeddings=131072,
+               rms_norm_eps=1e-5, tie_word_embeddings=True, rope_theta=500000.0),
     "1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
                rms_norm_eps=1e-5, tie_word_embeddings=False),
@@ -202,6 +206,24 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                       kernels="auto", micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho35": ("1b", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu", kernels="none",
                                 micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
+    # Held out from the optimizer step's moment (2026-12-04, eighth session): plans whose step is the
+    # peak, of shapes and stages the twelve rows it was read from lack (a 3B shape among them), and
+    # plans where the step's moment should set the peak without being the largest allocation.
+    # Written down by predict.py before they ran.
+    "q1.5b-full-ho36": ("q1.5b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=4,
+                                      grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    "q1.5bu-full-ho37": ("q1.5bu", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=2,
+                                        grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
+    "3b-full-ho38": ("3b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=2,
+                                grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    "3b-full-ho39": ("3b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=4,
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho40": ("1b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=16,
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho41": ("1b", dict(method="full", precision="fp16", stage=1, kernels="none", micro_batch=8,
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho42": ("1b", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=8,
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

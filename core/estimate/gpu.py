@@ -28,6 +28,7 @@ from zerotui.core.estimate.margin import (
     offload_norm_block,
     room_holes,
     sources,
+    step_moment_term,
     zero3_long_sequence_floor,
 )
 
@@ -50,6 +51,7 @@ class GpuPeak:
     margin_sources: dict[str, float] = field(default_factory=dict)  # bytes each source churns (margin.py)
     step_room: float = 0.0       # allocation step 0's forward/backward freed before its optimizer step
     step_new: float = 0.0        # what that step creates: Adam's moments (if not there from the start), its fp32 copy
+    moments: dict[str, float] = field(default_factory=dict)  # allocated at each moment of the step
 
 
 def model_states(job: Job) -> ModelStates:
@@ -174,6 +176,8 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
         if v:
             g[name] = g.get(name, 0) + v
     allocated = sum(g.values())
+    resident = allocated - sum(v for v in phases[phase].values())
+    moments_alloc = {k: resident + sum(v.values()) for k, v in phases.items()}
     src = sources(job, g, lg, grads, recompute, step_transient)
     terms = margin_terms(src, job.expandable)
     if first_step_fits(job, step_room, step_new, room_holes(terms)):
@@ -181,4 +185,5 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["gradient norm (fp64, offload)"] = offload_norm_block(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
-    return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new)
+    terms["optimizer step's moment"] = step_moment_term(job, moments_alloc, allocated, sum(terms.values()))
+    return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new, moments_alloc)

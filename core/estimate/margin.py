@@ -206,6 +206,38 @@ def offload_norm_block(job) -> float:
     return block if block > MIN_LARGE_ALLOC else 0.0
 
 
+def step_hole(job) -> float:
+    """With expandable segments, the free room the optimizer step's flat blocks cannot use: DeepSpeed's
+    16-bit optimizer wrappers copy the trainable 16-bit weights into one flat buffer at initialisation
+    and free the originals, which leaves a hole of that size low in the pool (the ZeRO-0 trace,
+    memsnap-1b-stage0-step-2026-12-03.txt: the model's 2.05 GiB freed at fused_optimizer.py:94, the
+    pool then 8.2 GiB above what was allocated). Forward and backward fill such holes with blocks of
+    every size; the step asks for a few flat blocks of 2-4 bytes per weight at once, which it cannot.
+    On twelve worker rows whose peak was the step (1.1B and Qwen2-1.5B shapes, ZeRO-0, 1 and 2, bf16
+    and fp16, recompute, fused kernels or none), reserved beyond allocated was this hole less
+    0.04-0.06 GiB at stages 0 and 1, and twice it at stage 2 (what ZeRO-2 adds was not traced).
+    DeepSpeed's stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the
+    GPUs (one GPU measured). Optimizer on the CPU, ZeRO-3 and adapters step otherwise, and fp32 has no
+    16-bit copy (nor a measurement): 0 there."""
+    if (not job.expandable or job.stage == 3 or job.oo != "none" or job.plan.uses_adapters()
+            or job.p == 4):
+        return 0.0
+    return (2.0 if job.stage == 2 else 1.0) * job.p * job.psit
+
+
+def step_moment_term(job, moments: dict[str, float], allocated: float, margin: float) -> float:
+    """The optimizer step's moment as one more candidate for the peak of reserved: its allocation plus
+    ``step_hole``, against the busiest forward/backward moment plus the margin's other terms (which
+    describe that moment's holes). Returns what to add to ``margin`` so that allocated + margin is the
+    larger of the two; negative where the step is the peak of allocated and its own moment, not the
+    forward/backward terms on top of it, sets the peak of reserved."""
+    hole = step_hole(job)
+    if not hole or "step" not in moments:
+        return 0.0
+    busiest = max(v for k, v in moments.items() if k != "step")
+    return max(busiest + margin, moments["step"] + hole) - allocated - margin
+
+
 def zero3_long_sequence_floor(job, allocated: float, margin: float) -> float:
     """What raises ``margin`` to the ZeRO-3 long-sequence floor (the module docstring), else 0. A run
     with expandable segments (zerotui's setting for these plans, whatever the method) needs none."""
