@@ -224,6 +224,14 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho42": ("1b", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=8,
                                 grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    # Held out from the step's moment as refined on 1b-full-ho40-42 (hole doubled only at ZeRO-2 with
+    # several micro-batches; the step's own moment where it is the peak of allocation) and from ZeRO-1's
+    # flat partition beside the weights' gradients (1b-full-ho24's allocator history). Written down by
+    # predict.py before they ran.
+    "3b-full-ho43": ("3b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=4,
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "q1.5b-full-ho44": ("q1.5b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
+                                      grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

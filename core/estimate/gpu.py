@@ -152,6 +152,12 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     # activation it would be 36.44 (speed-1b-kernels-2026-12-01, speed-alloc-1b-fit-2026-12-02).
     if grads and job.stage in (1, 2):
         phases["grads"] = {"gradients": grads, "activations": saved, "logits/loss": lg["grad_logits"]}
+        if job.stage == 1 and job.oo == "none" and grads_prev:
+            # ZeRO-1 keeps the micro-batches' 16-bit gradients on the weights until the boundary, and the
+            # flat partition buffer appears beside them at its first bucket (1b-full-ho24's allocator
+            # history, memsnap-1b-ho24-2026-12-04.txt: 1.96 GiB of weight gradients and the 2.05 GiB
+            # buffer live at the peak, 0.98 GiB above the step the estimate had as the peak).
+            phases["grads"]["gradients (flat partition)"] = p * job.psit / job.N
     recompute = (tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, zero3_linear,
                                                     liger=job.liger) if plan.grad_ckpt else 0.0)
     if plan.grad_ckpt:

