@@ -232,6 +232,10 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "q1.5b-full-ho44": ("q1.5b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
                                       grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho45": ("1b", dict(method="full", precision="bf16", stage=1, kernels="none", micro_batch=4,
+                                grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho46": ("1b", dict(method="full", precision="fp16", stage=1, kernels="auto", micro_batch=4,
+                                grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
