@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -418,6 +419,9 @@ def main() -> int:
                **measure(run, t0, fine=fine)}
         if rc != 0:
             row["tail"] = tail
+        # the run's end-of-run checkpoint (full fine-tunes: 16 bytes a weight) is not measured; left
+        # in place it filled the 64 GB disk within three 3B runs (seed-scenarios-step-b-2026-12-04.json)
+        shutil.rmtree(run / "checkpoints", ignore_errors=True)
         _derive(row, shape, cap)
         out["scenarios"][name] = row
         print(json.dumps({k: row.get(k) for k in ("state", "tokens_per_s", "mfu_spec", "peak_reserved",
