@@ -23,7 +23,12 @@ import sys
 import numpy as np
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.margin import fp16_offload_guard, offload_norm_block, zero3_long_sequence_floor
+from zerotui.core.estimate.margin import (
+    fp16_offload_guard,
+    offload_norm_block,
+    step_hole,
+    zero3_long_sequence_floor,
+)
 
 from benchmarks.estimator.margin_rows import GIB, all_rows
 from benchmarks.estimator.margin_table import measured_total
@@ -71,7 +76,13 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "context": np.array([r["context"] for r in rows], dtype=float),
             # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
             "fixed": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
-            "measured": np.array([measured_total(r) for r in rows], dtype=float)}
+            "measured": np.array([measured_total(r) for r in rows], dtype=float),
+            # margin.step_moment_term: the step's moment (its allocation plus the hole), NaN where it has none,
+            # and whether the step is the peak of allocation (then that moment alone sets reserved)
+            "step": np.array([r["moments"]["step"] + step_hole(r["job"]) if step_hole(r["job"]) else np.nan
+                              for r in rows]),
+            "step_peak": np.array([bool(step_hole(r["job"])) and r["moments"]["step"] >= r["allocated_est"]
+                                   for r in rows], dtype=bool)}
 
 
 def grid(expandable: bool = False) -> np.ndarray:
@@ -91,7 +102,10 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     m = share("base") + loss_gather + share("recompute") + share("gradients")
     # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
-    return np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
+    m = np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
+    step = d["step"] - d["alloc"]  # margin.step_moment_term over arrays
+    has = ~np.isnan(step)
+    return np.where(d["step_peak"], step, np.where(has, np.maximum(m, np.nan_to_num(step, nan=-np.inf)), m))
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:

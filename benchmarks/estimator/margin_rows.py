@@ -59,7 +59,7 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
             "context": context_bytes(plan, job.N, saves_checkpoints=saves),
             "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms),
             "margin_sources": dict(peak.margin_sources), "phase": peak.phase,
-            "step_room": peak.step_room, "step_new": peak.step_new,
+            "step_room": peak.step_room, "step_new": peak.step_new, "moments": dict(peak.moments),
             "job": job, "states": states}
 
 

@@ -69,11 +69,14 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: offloaded was counted (margin.offload_norm_block, 2026-12-03, sixth session): the held-out Qwen2 full
 #: fine-tune, 5.3% short, and its untied twin, out of memory under its cap, were that norm's 1.74 GiB
 #: block; with it counted nothing holds the base up. Before: 0.7 GiB / 0.3 / 0 / 0.75 / 0.25, share 0.6.
-EXPANDABLE_BASE_BYTES = int(0.1 * GIB)
+#: Refitted again (2026-12-04, eighth session) once the optimizer step's own moment was counted
+#: (margin.step_moment_term): the rows whose step is the peak no longer hold the gradient share and the
+#: base up. Before: 0.1 GiB / 0.35 / 0 / 1.0 / 0.75, first-step share 0.4.
+EXPANDABLE_BASE_BYTES = 0
 EXPANDABLE_LOSS_SHARE = 0.35
 EXPANDABLE_RECOMPUTE_SHARE = 0.0
 EXPANDABLE_GATHER_SHARE = 1.0
-EXPANDABLE_GRADIENT_SHARE = 0.75
+EXPANDABLE_GRADIENT_SHARE = 0.5
 #: With expandable segments the first optimizer step adds no segment when what it creates (Adam's moments,
 #: the fp32 gradient copy) is at most this share of what step 0's forward and backward freed
 #: (margin.first_step_fits). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
@@ -92,8 +95,9 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: sample (crossval_margin.py) 82 of 118 rows within [-3%, +5%] where the whole copy had 68, the worst
 #: over +10.7% where it was +16.7%, the same six rows below -3% but one: w8-s2-mb8-s4096-ckpt (its
 #: sweep-2 run held 10.57 GiB beyond allocated, its sweep-4 run 7.47) -5.0% in place of w8-s1-cpu-mb2.
-#: Refitted to 0.4 with the other constants once DeepSpeed's fp64 gradient norm was counted (same session).
-EXPANDABLE_FIRST_STEP_SHARE = 0.4
+#: Refitted to 0.4 with the other constants once DeepSpeed's fp64 gradient norm was counted (same session),
+#: and to 0.55 once the optimizer step's own moment was (2026-12-04).
+EXPANDABLE_FIRST_STEP_SHARE = 0.55
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, 1 × 4,096 tokens: reserved - allocated
 #: = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not checked on another row.
