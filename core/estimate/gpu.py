@@ -5,7 +5,8 @@ The peak is the largest of the moments a training step goes through, each a sum 
     forward    model states + gradients kept from earlier micro-batches + activations + logits/loss
     backward   the same with the loss's fp32 gradients (the usual peak)
     grads      a stage-1/2 gradient buffer appearing while every activation is still held (stage 0 has
-               none: autograd makes each weight's gradient as backward frees its layer's activations)
+               none: autograd makes each weight's gradient as backward frees its layer's activations;
+               at stage 1 with several micro-batches a step, beside the weights' accumulated gradients)
     recompute  (checkpointing) one layer rebuilt with its gradients, late in backward
     step       model states + gradients + the optimizer step's fp32 gradient copy
 """

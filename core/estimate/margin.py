@@ -28,6 +28,13 @@ when predicted without its file; with the larger of the two, +2.7%, +4.8% and (o
 (``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md; figures of 2026-12-02,
 +1.0%, +4.6% and +0.0% with 2026-12-03's shares).
 
+With expandable segments the optimizer step's own moment is one more candidate for the peak
+(``step_moment_term``): its allocation plus the hole DeepSpeed's flat copy of the 16-bit weights leaves
+(``step_hole``). Where the step is the peak of allocation that candidate alone sets reserved; the terms
+above describe forward and backward and do not add on top of it (2026-12-04: eight plans held out from
+the rule, 1.1B to 3B, ZeRO-0 to 2, came out within 0.1% of it; docs/estimator.md, "The optimizer step's
+moment").
+
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
 a held-out row (7b-lora-ho6, one 4,096-token sequence per micro-batch) held 3.92 GiB beyond allocated,
