@@ -57,7 +57,7 @@ Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (
 QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
 another and most holes never form. The 29 plans run that way through zerotui's worker (2026-12-02 and
 -03) held 0.07-4.04 GiB beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
-(calibration.py's EXPANDABLE_*: a 0.1 GiB base (0.6, then 0.7, before DeepSpeed's fp64 gradient norm was counted: offload_norm_block), the loss, gather and gradient shares, nothing for
+(calibration.py's EXPANDABLE_*: no base since the step's own moment is counted (0.6, then 0.7, then 0.1 GiB before: offload_norm_block, step_moment_term), the loss, gather and gradient shares, nothing for
 recompute). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
 the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
 whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
@@ -78,7 +78,7 @@ figures: on the 26 rows with phases and a first-step segment, 15 fit at 0.20-0.8
 0.92-3.79 (calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE, 0.9, sits between; set before sweep 3's ten
 held-out rows, which it called right). With the first step gone from the rows that fit, the fit
 found stages 1-2's holes larger than the loss term alone gives, and took a gradient share of 0.25
-(0.75 since the refit that followed counting offload_norm_block).
+(0.75 after the refit that followed counting offload_norm_block, 0.5 since step_moment_term).
 Where the step does grow the segment, the whole copy overstated what is left at the peak: the copy is
 freed after the step, the segment keeps its pages, and later steps' activations are served from them
 (sweep 4, with Adam's state made at start, showed the pool's growth at the first step taken back by
@@ -112,8 +112,8 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     expandable segments it goes where it was measured gone, bf16 at stage 0 or 3, and is smaller at
     stage 1 (module docstring, "Expandable segments"). Not gone where the step itself is the peak: the
     bf16 ZeRO-0 recompute plans of 2026-12-03's seventh session grew the pool by the whole 4.1 GiB copy at
-    the step (memsnap-1b-stage0-step-2026-12-03.txt), which the gradient share covers on those rows
-    (docs/estimator.md, "ZeRO-0's step")."""
+    the step (memsnap-1b-stage0-step-2026-12-03.txt); step_moment_term covers those rows since
+    2026-12-04 (docs/estimator.md, "The optimizer step's moment")."""
     if not step_transient or (job.expandable and job.plan.precision == "bf16" and job.stage in (0, 3)):
         return 0.0
     if job.stage == 3:
