@@ -81,8 +81,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             # and whether the step is the peak of allocation (then that moment alone sets reserved)
             "step": np.array([r["moments"]["step"] + step_hole(r["job"]) if step_hole(r["job"]) else np.nan
                               for r in rows]),
-            "step_peak": np.array([bool(step_hole(r["job"])) and r["moments"]["step"] >= r["allocated_est"]
-                                   for r in rows], dtype=bool)}
+            "step_peak": np.array([bool(step_hole(r["job"])) and r["phase"] == "step" for r in rows], dtype=bool)}
 
 
 def grid(expandable: bool = False) -> np.ndarray:

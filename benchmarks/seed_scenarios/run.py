@@ -420,7 +420,7 @@ def main() -> int:
         if rc != 0:
             row["tail"] = tail
         # the run's end-of-run checkpoint (full fine-tunes: 16 bytes a weight) is not measured; left
-        # in place it filled the 64 GB disk within three 3B runs (seed-scenarios-step-b-2026-12-04.json)
+        # in place it filled the 64 GB disk after one 3B run (seed-scenarios-step-b-2026-12-04.json)
         shutil.rmtree(run / "checkpoints", ignore_errors=True)
         _derive(row, shape, cap)
         out["scenarios"][name] = row

@@ -175,10 +175,10 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     # with the moments left out of the rule 5 were estimated more than 3% short: the rule stands for the
     # holes of stage 1-2 as measured, so they stay in. DeepSpeed's stage-0 16-bit wrappers make them at
     # initialisation.
-    moments = 0.0 if job.stage == 0 else states.parts.get("optimizer states", 0.0)
+    adam_states = 0.0 if job.stage == 0 else states.parts.get("optimizer states", 0.0)
     busiest = max(sum(v.values()) for k, v in phases.items() if k != "step")
     step_room = max(0.0, busiest - states.grads)
-    step_new = moments + states.step_transient
+    step_new = adam_states + states.step_transient
     for name, v in phases[phase].items():
         if v:
             g[name] = g.get(name, 0) + v
@@ -192,5 +192,6 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["gradient norm (fp64, offload)"] = offload_norm_block(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
-    terms["optimizer step's moment"] = step_moment_term(job, moments_alloc, allocated, sum(terms.values()))
+    terms["optimizer step's moment"] = step_moment_term(job, moments_alloc, phase, allocated,
+                                                         sum(terms.values()))
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new, moments_alloc)

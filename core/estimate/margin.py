@@ -31,9 +31,9 @@ when predicted without its file; with the larger of the two, +2.7%, +4.8% and (o
 With expandable segments the optimizer step's own moment is one more candidate for the peak
 (``step_moment_term``): its allocation plus the hole DeepSpeed's flat copy of the 16-bit weights leaves
 (``step_hole``). Where the step is the peak of allocation that candidate alone sets reserved; the terms
-above describe forward and backward and do not add on top of it (2026-12-04: eight plans held out from
-the rule, 1.1B to 3B, ZeRO-0 to 2, came out within 0.1% of it; docs/estimator.md, "The optimizer step's
-moment").
+above describe forward and backward and do not add on top of it (2026-12-04: five step-peak plans held
+out from the rule, Qwen2 and a 3B shape, ZeRO-0 to 2, came out within 0.1% of it; docs/estimator.md,
+"The optimizer step's moment").
 
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
@@ -220,31 +220,32 @@ def step_hole(job) -> float:
     memsnap-1b-stage0-step-2026-12-03.txt: the model's 2.05 GiB freed at fused_optimizer.py:94, the
     pool then 8.2 GiB above what was allocated). Forward and backward fill such holes with blocks of
     every size; the step asks for a few flat blocks of 2-4 bytes per weight at once, which it cannot.
-    On fifteen worker rows whose peak was the step (1.1B and Qwen2-1.5B shapes, ZeRO-0, 1 and 2, bf16
-    and fp16, recompute, fused kernels or none), reserved beyond allocated was this hole less
-    0.04-0.06 GiB, and twice it at ZeRO-2 with more than one micro-batch a step (ZeRO-2's flat
-    gradient partition then lives across micro-batches; what it leaves was not traced). DeepSpeed's
-    stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the GPUs (one GPU
-    measured). Optimizer on the CPU, ZeRO-3 and adapters step otherwise, and fp32 has no 16-bit copy
-    (nor a measurement): 0 there."""
+    On sixteen worker rows (thirteen plans) whose peak was the step (1.1B and Qwen2-1.5B shapes,
+    ZeRO-0, 1 and 2, bf16 and fp16, recompute, fused kernels or none), reserved beyond allocated was
+    this hole less 0.04-0.06 GiB, and twice it at ZeRO-2 with more than one micro-batch a step (why was
+    not traced); five plans held out from it, a 3B shape among them, came within 0.1%. DeepSpeed's
+    stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the GPUs, nor is
+    ZeRO-2's second one (a guess on the safe side: one GPU measured). Optimizer on the CPU, ZeRO-3 and
+    adapters step otherwise, and fp32 has no 16-bit copy (nor a measurement): 0 there."""
     if (not job.expandable or job.stage == 3 or job.oo != "none" or job.plan.uses_adapters()
             or job.p == 4):
         return 0.0
     return (2.0 if job.stage == 2 and job.plan.grad_accum > 1 else 1.0) * job.p * job.psit
 
 
-def step_moment_term(job, moments: dict[str, float], allocated: float, margin: float) -> float:
+def step_moment_term(job, moments: dict[str, float], phase: str, allocated: float, margin: float) -> float:
     """The optimizer step's moment in the peak of reserved, as what to add to ``margin``. Where the step
-    is the peak of allocation, its own moment sets the peak of reserved: its allocation plus
+    is the peak of allocation (``phase``), its own moment sets the peak of reserved: its allocation plus
     ``step_hole``, not the forward/backward terms on top of it (negative where those are larger: the
     held-out 1b-full-ho41 and ho42 held 2.0 GiB beyond allocated where those terms gave 3.8 and 4.6).
     Elsewhere the step's moment is one more candidate beside the busiest forward/backward moment and
-    its terms, and the larger of the two is the peak."""
+    its terms, and the larger of the two is the peak. That branch is reasoning, not measurement: on no
+    committed row does the step's moment exceed the busiest moment with its terms."""
     hole = step_hole(job)
     if not hole or "step" not in moments:
         return 0.0
     step = moments["step"] + hole
-    if moments["step"] >= allocated:
+    if phase == "step":
         return step - allocated - margin
     return max(0.0, step - allocated - margin)
 

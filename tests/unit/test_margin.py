@@ -101,10 +101,11 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     ho35 (ZeRO-1 with the optimizer on the CPU and gradient accumulation, whose held gradients get the
     gradient share: ho18's allocator history shows no holes for them, but dropping the share put the
     held-out ho34 6.9% short, docs/estimator.md), and ho46 (fp16 ZeRO-1, 4 x 4 x 2,048, no recompute,
-    Liger: 0.28 GiB beyond allocated where the terms give 2.2). The eight plans held out from the step's
-    moment whose step is their peak (ho36-ho43: 1.1B, Qwen2 tied and untied, a Llama-3.2-3B shape; ZeRO-0,
-    1 and 2) came out within 0.1% of the estimate written down before they ran
-    (estimator-step-predictions-2026-12-04.txt). The sweeps' rows (their harness: no fused kernels, full
+    Liger: 0.28 GiB beyond allocated where the terms give 2.2). The five step-peak plans held out from the
+    refined step's moment (ho36-ho39, ho43: Qwen2 tied and untied, a Llama-3.2-3B shape; ZeRO-0, 1 and 2)
+    came out within 0.1% of the estimate written down before they ran
+    (estimator-step-predictions-2026-12-04.txt); with the three 1.1B runs it was refined on (ho40-ho42),
+    all eight are within 0.3% after the refit. The sweeps' rows (their harness: no fused kernels, full
     fp32 logits) come out up to +12.8% (a-s0-mb16-ckpt). In sample: the rows chose calibration.py's
     EXPANDABLE_* shares; docs/estimator.md has the out-of-sample figures."""
     from benchmarks.estimator.fit_margin import group

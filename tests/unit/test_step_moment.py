@@ -73,9 +73,12 @@ def test_elsewhere_the_steps_moment_only_raises_the_peak():
     hole = step_hole(job)
     busy = {"forward": 30 * GIB, "backward": 31 * GIB, "step": 29 * GIB}
     # the backward with its terms is above the step's moment: nothing added
-    assert step_moment_term(job, busy, 31 * GIB, 3 * GIB + hole) == 0.0
+    assert step_moment_term(job, busy, "backward", 31 * GIB, 3 * GIB + hole) == 0.0
     # the step's moment above the backward and its terms: the difference
-    assert step_moment_term(job, busy, 31 * GIB, 1 * GIB) == pytest.approx(29 * GIB + hole - 32 * GIB)
+    assert step_moment_term(job, busy, "backward", 31 * GIB, 1 * GIB) == pytest.approx(29 * GIB + hole - 32 * GIB)
+    # the step the peak of allocation: its moment alone, whatever the terms
+    step_peak = {"backward": 28 * GIB, "step": 29 * GIB}
+    assert step_moment_term(job, step_peak, "step", 29 * GIB, 9 * GIB) == pytest.approx(hole - 9 * GIB)
     # a plan whose backward is the peak (16 x 2,048 without recompute): no step term
     big = _job(stage=2, micro_batch=16, grad_ckpt=False)
     peak = gpu.peak(big, gpu.model_states(big))
