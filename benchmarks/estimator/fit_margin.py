@@ -102,9 +102,8 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
     m = np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
-    step = d["step"] - d["alloc"]  # margin.step_moment_term over arrays
-    has = ~np.isnan(step)
-    return np.where(d["step_peak"], step, np.where(has, np.maximum(m, np.nan_to_num(step, nan=-np.inf)), m))
+    step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
+    return np.where(d["step_peak"], step, np.maximum(m, step))
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
