@@ -76,6 +76,8 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "context": np.array([r["context"] for r in rows], dtype=float),
             # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
             "fixed": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
+            # margin.loss_room: the free region the loss's blocks are served from, off the loss's holes
+            "loss_room": np.array([r["margin_sources"].get("loss room", 0.0) for r in rows]),
             "measured": np.array([measured_total(r) for r in rows], dtype=float),
             # margin.step_moment_term: the step's moment (its allocation plus the hole), NaN where it has none,
             # and whether the step is the peak of allocation (then that moment alone sets reserved)
@@ -97,7 +99,8 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     c = np.atleast_2d(consts)
     f = d["feats"]
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
-    loss_gather = np.maximum(share("loss"), share("gather")) if overlap else share("loss") + share("gather")
+    loss = np.maximum(share("loss") - d["loss_room"], 0.0)
+    loss_gather = np.maximum(loss, share("gather")) if overlap else loss + share("gather")
     m = share("base") + loss_gather + share("recompute") + share("gradients")
     # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))

@@ -64,6 +64,7 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
 
 
 def seed_rows() -> list[dict[str, Any]]:
+    from benchmarks.seed_scenarios.run import ran_seq_len
     from benchmarks.seed_scenarios.table import ran_every_step
 
     out = []
@@ -75,7 +76,8 @@ def seed_rows() -> list[dict[str, Any]]:
                 continue
             shape = name.split("-")[0]
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
-            plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
+            # estimated for the micro-batch width that ran (ran_seq_len), not the plan's seq_len
+            plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": r.get("nvml_used_max") if clean else None,

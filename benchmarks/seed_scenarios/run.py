@@ -321,7 +321,44 @@ def build_model_apart(shape: str, folder: Path) -> dict[str, Any]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def write_data(path: Path, rows: int = 4000, words: int = 1400) -> Path:
+#: The longest row, in the tiny tokenizer's tokens (BOS included), of ``write_data(rows=4000, words=1400)``:
+#: the data every result file before the ninth session's ``data_longest_tokens`` ran on. Its rows are
+#: 3,538-3,762 tokens, so a 4,096-token plan ran micro-batches about 3,650 wide (the collator pads to the
+#: batch's longest row): 1b128k-full-ho56's allocator history shows 7,313 tokens a 2-row micro-batch
+#: (benchmarks/results/memsnap-1b128k-ho56-2026-12-04.txt). The estimator's rows (margin_rows.py) are
+#: estimated for the width that ran. tests/unit/test_seed_data.py recomputes it.
+LEGACY_DATA_LONGEST = 3762
+#: Words a row: about 7,800 tokens, so every scenario's micro-batches are as wide as its seq_len (rows
+#: are cut to it).
+WORDS = 3000
+
+
+def row_tokens(path: Path) -> list[int]:
+    """Each row of a write_data file in the tokens of the tokenizer the model folders carry (BOS included,
+    as zerotui's text format tokenises it)."""
+    from zerotui.core.model.tiny import tiny_tokenizer
+
+    texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
+    return [len(ids) for ids in tiny_tokenizer()(texts)["input_ids"]]
+
+
+def longest_row_tokens(path: Path) -> int:
+    return max(row_tokens(path))
+
+
+def ran_seq_len(plan: dict[str, Any], data: dict[str, Any]) -> int:
+    """The widest micro-batch a scenario's run could have (``data``: its result file): the plan's seq_len,
+    or less where the rows were shorter and the plan does not pack them (core/data/tokenise.py's collate
+    pads a micro-batch to its longest row, rounded up to 8). Files without ``data_longest_tokens`` ran on
+    LEGACY_DATA_LONGEST-token rows. The estimator's rows (benchmarks/estimator/margin_rows.py) and the
+    table (table.py) are estimated for this width: the upper end of what ran, so never for fewer tokens."""
+    if plan.get("packing"):
+        return plan["seq_len"]
+    longest = data.get("data_longest_tokens", LEGACY_DATA_LONGEST)
+    return min(plan["seq_len"], -(-longest // 8) * 8)
+
+
+def write_data(path: Path, rows: int = 4000, words: int = WORDS) -> Path:
     import random
 
     rng = random.Random(0)
@@ -431,14 +468,16 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="zt-seed-"))
     models = a.models_dir or work / "models"
     models.mkdir(parents=True, exist_ok=True)
-    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else 1400)
+    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else WORDS)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
                            "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
                            # the command's own setting; each row has the one its run had
                            "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
                            # zerotui's worker makes Adam's state at start (core/train/optimizer_state.py);
                            # files without this key were measured when torch made it at the first step
-                           "optimizer_states_made": "before the first step"}
+                           "optimizer_states_made": "before the first step",
+                           # the widest micro-batch a plan can have is min(seq_len, this rounded up to 8)
+                           "data_longest_tokens": longest_row_tokens(data)}
     for name in a.scenario:
         shape = SCENARIOS[name][0]
         folder = models / f"llama-{shape}"

@@ -25,7 +25,7 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.model.spec import _llama_family_spec
     from zerotui.core.plan.schema import plan_from_dict
 
-    from benchmarks.seed_scenarios.run import SHAPES
+    from benchmarks.seed_scenarios.run import SHAPES, ran_seq_len
 
     out = []
     for f in files:
@@ -35,7 +35,8 @@ def rows(files: list[str]) -> list[dict]:
         for name, r in data["scenarios"].items():
             shape = name.split("-")[0]
             spec = _llama_family_spec(f"llama-{shape}", {"model_type": "llama", **SHAPES[shape]}, "run.py SHAPES")
-            plan = dict(r["plan"], model=f"llama-{shape}", data="sample")
+            # estimated for the micro-batch width that ran (run.py's ran_seq_len), not the plan's seq_len
+            plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
             hw = stated_hardware(gpu_mem=141 * GIB, gpus=1, ram=128 * GIB)
             # Rows recorded before plans had `kernels` ran without Liger's kernels.
             # The allocator setting the run had: the row's "alloc_conf" (recorded since 2026-12-02), else the
@@ -55,7 +56,8 @@ def rows(files: list[str]) -> list[dict]:
             unrun = r.get("state") == "failed" and not oom and not reserved
             if oom or unrun:
                 measured = None
-            out.append({"file": Path(f).name, "scenario": name, "plan": r["plan"], "state": r.get("state"),
+            out.append({"file": Path(f).name, "scenario": name, "plan": r["plan"], "ran_seq_len": plan["seq_len"],
+                        "state": r.get("state"),
                         "tokens_per_s": r.get("tokens_per_s"), "tflops": r.get("tflops_per_gpu"),
                         "estimate": b.gpu_bytes, "allocated_est": b.gpu_allocated_bytes,
                         "allocated": r.get("peak_allocated"), "reserved": reserved, "nvml": nvml,
@@ -75,12 +77,15 @@ def ran_every_step(r: dict) -> bool:
         and "out of GPU memory" not in (r.get("reason") or "")
 
 
-def describe(p: dict) -> str:
+def describe(p: dict, ran_seq_len: int = 0) -> str:
+    """The plan in a table cell; ``ran_seq_len`` below the plan's seq_len: the rows were shorter, so the
+    micro-batches were at most that wide (and the estimate is for that width)."""
+    seq = f"{p['seq_len']}" + (f" (rows ≤{ran_seq_len} ran)" if 0 < ran_seq_len < p["seq_len"] else "")
     off = f", optimizer on {p['offload_optimizer'].upper()}" if p["offload_optimizer"] != "none" else ""
     if p.get("offload_params", "none") != "none":
         off = f", weights and optimizer on {p['offload_params'].upper()}"
     return (f"{p['method']} {p['precision']}, ZeRO-{p['stage']}{off}, {p['micro_batch']}×{p['grad_accum']}×"
-            f"{p['seq_len']}{', ckpt' if p['grad_ckpt'] else ''}")
+            f"{seq}{', ckpt' if p['grad_ckpt'] else ''}")
 
 
 def _measured(r: dict) -> str:
@@ -100,7 +105,7 @@ def main(argv: list[str]) -> int:
         tf = f"{r['tflops']:.0f} ({r['tflops'] / 790:.0%})" if r["tflops"] else "-"
         err = f"{r['error']:+.1%}" if r["error"] is not None else "-"
         scale = ", ".join(f"{s:g}" for s in r["scale"]) or "(bf16)"
-        print(f"| {r['scenario']} ({r['file'][15:-16]}) | {describe(r['plan'])} | {r['tokens_per_s'] or 0:,.0f} | {tf} | "
+        print(f"| {r['scenario']} ({r['file'][15:-16]}) | {describe(r['plan'], r['ran_seq_len'])} | {r['tokens_per_s'] or 0:,.0f} | {tf} | "
               f"{r['estimate'] / GIB:.2f} | {_measured(r)} | {err} | {scale} |")
         if r["error"] is not None and r["error"] < -0.03:
             bad.append(r["scenario"])

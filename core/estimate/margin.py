@@ -35,6 +35,10 @@ above describe forward and backward and do not add on top of it (2026-12-04: fiv
 out from the rule, Qwen2 and a 3B shape, ZeRO-0 to 2, came out within 0.1% of it; docs/estimator.md,
 "The optimizer step's moment").
 
+At ZeRO-0 in 16 bits with expandable segments, the loss's blocks are served from a free region that
+DeepSpeed's FP16_Optimizer leaves at initialisation, and its holes shrink by that region
+(``loss_room``; 2026-12-04, ninth session, from 1b-full-ho47's allocator history: +12.5% -> +0.3%).
+
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
 a held-out row (7b-lora-ho6, one 4,096-token sequence per micro-batch) held 3.92 GiB beyond allocated,
@@ -103,8 +107,7 @@ def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float
     """The largest block that is freed before the optimizer step and could serve one of its tensors."""
     plan, spec, p = job.plan, job.spec, job.p
     tokens = plan.micro_batch * plan.seq_len
-    loss_block = lg["forward_peak"] - lg["kept"] if job.fused_ce else 4.0 * tokens * spec.vocab_size
-    return max(loss_block, p * tokens * spec.intermediate_size, p * job.quant_largest, gathered)
+    return max(loss_block(job, lg), p * tokens * spec.intermediate_size, p * job.quant_largest, gathered)
 
 
 def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered: float) -> float:
@@ -150,18 +153,46 @@ def first_step_fits(job, room: float, new: float, holes: float) -> bool:
 
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
             step_transient: float) -> dict[str, float]:
-    """The bytes each source churns, before its share (the fit's features): the module docstring."""
+    """The bytes each source churns, before its share (the fit's features): the module docstring. Not a
+    feature: "loss room", the free region the loss's blocks are served from (``loss_room``)."""
     gathered = g.get("stage-3 working set", 0.0)
     loss = lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]
     return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
-            "first step": first_step_bytes(job, lg, step_transient, gathered)}
+            "first step": first_step_bytes(job, lg, step_transient, gathered), "loss room": loss_room(job, lg)}
+
+
+def loss_block(job, lg: dict[str, float]) -> float:
+    """The loss's largest block: one fp32 copy of the logits, or Liger's chunk blocks."""
+    tokens = job.plan.micro_batch * job.plan.seq_len
+    return lg["forward_peak"] - lg["kept"] if job.fused_ce else 4.0 * tokens * job.spec.vocab_size
+
+
+def loss_room(job, lg: dict[str, float]) -> float:
+    """With expandable segments, a free region DeepSpeed's initialisation leaves that the loss's blocks
+    are served from instead of growing the pool: at ZeRO-0 in 16 bits, DeepSpeed's FP16_Optimizer
+    (fused_optimizer.py, initialize_optimizer_states) gives the flat fp32 master weights zero gradients
+    of 4 bytes per trainable weight, runs one optimizer step to make Adam's moments and frees them. The
+    allocator's history of 1b-full-ho47 (bf16 ZeRO-0, 16 x 2,048 tokens, recompute;
+    memsnap-1b-ho47-2026-12-04.txt) has 8.2 GiB free when training starts (that region, the weights'
+    clones and their originals) and the backward's 3.9 GiB loss blocks served from it: 0.98 GiB held
+    beyond allocated where the loss term gave 4.1. Its ZeRO-2 twin (ho48, memsnap-1b-ho48-2026-12-04.txt)
+    grew the pool for them and held 4.79: at stages 1-2 DeepSpeed's own zero gradients are freed before
+    zerotui's worker makes Adam's moments (core/train/optimizer_state.py), which take the region (the
+    sweeps' harness made them at the first step, and its ZeRO-2 run of that plan held 3.03 where
+    the worker's held 4.79). The room counts only where one loss block fits in it; adapters' region is
+    too small for any (ZeRO-3 and fp32 make no such region)."""
+    if not job.expandable or job.stage != 0 or job.p == 4:
+        return 0.0
+    room = 4.0 * job.psit
+    return room if loss_block(job, lg) <= room else 0.0
 
 
 def combine(src: dict[str, float], base: float, loss: float, recompute: float, gather: float,
             gradients: float, first_step: float) -> dict[str, float]:
     """The margin's parts (their sum is the margin) from the sources and the shares. The gathers add
-    only what their holes exceed the loss's (module docstring)."""
-    loss_b, gather_b = loss * src["loss"], gather * src["gather"]
+    only what their holes exceed the loss's (module docstring); the loss's holes less the room its
+    blocks are served from (``loss_room``)."""
+    loss_b, gather_b = max(0.0, loss * src["loss"] - src.get("loss room", 0.0)), gather * src["gather"]
     return {"base": base, "loss": loss_b, "recompute": recompute * src["recompute"],
             "gather": max(0.0, gather_b - loss_b), "gradients": gradients * src["gradients"],
             "first step": first_step * src["first step"]}

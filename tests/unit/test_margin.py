@@ -50,7 +50,9 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     Two held-out rows of 2026-12-03 miss, causes not found (docs/estimator.md): 1b-full-ho13 (bf16 ZeRO-2,
     no recompute, 2 x 2,048 tokens) allocated 0.77 GiB (3.0%) more than predicted, its total within the
     target, and again to the byte when run again (seed-scenarios-eager-a);
-    1b-full-ho15 (ZeRO-3, weights on the CPU, Liger, 4 x 4,096 tokens) 0.62 GiB (7.1%) less. A third,
+    1b-full-ho15 (ZeRO-3, weights on the CPU, Liger, 4 x 4,096 tokens) 0.62 GiB (7.1%) less, until the
+    ninth session found its rows were about 3,650 tokens, not 4,096 (benchmarks/seed_scenarios/run.py's
+    LEGACY_DATA_LONGEST): estimated for the width that ran, it is within 2%. A third,
     held out for the first-step share (2026-12-03, sixth session), like ho13 without recompute at 2 x
     2,048 tokens a micro-batch and 4 a step: 1b-full-ho24 (bf16 ZeRO-1, Liger) allocated 0.98 GiB (4.2%)
     more than predicted until its allocator history (2026-12-04) showed ZeRO-1's flat gradient partition
@@ -67,7 +69,7 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     named = {"1b-full-ho13 (expandable-d)": (-0.031, -0.02), "1b-full-ho13 (eager-a)": (-0.031, -0.02),
              "1b-full-ho13 (share-a)": (-0.031, -0.02),
              "1b-full-ho26 (refit-b)": (-0.035, -0.02), "q1.5bu-full-fit (refit-a)": (0.02, 0.035),
-             "1b-full-ho15 (expandable-h)": (0.02, 0.075), "q1.5b-full-ho34 (zero1-a)": (-0.055, -0.04)}
+             "q1.5b-full-ho34 (zero1-a)": (-0.055, -0.04)}
     off = [(k, round(e, 4)) for k, e in errs.items() if abs(e) > 0.02 and k not in named]
     assert not off
     assert all(lo <= errs[k] <= hi for k, (lo, hi) in named.items()), {k: errs[k] for k in named}
@@ -94,19 +96,22 @@ def _box() -> Hardware:
 
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bounded(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 66 of
-    the 70 rows are within [-3%, +5%] since the optimizer step's own moment is counted and the constants
-    were refitted with it (2026-12-04, eighth session; before, 51 of 59). Four are over +5%: ho15 (ZeRO-3,
-    weights on the CPU, 4 x 4,096 tokens with Liger: 0.6 GiB less allocated than predicted), ho18 and
-    ho35 (ZeRO-1 with the optimizer on the CPU and gradient accumulation, whose held gradients get the
-    gradient share: ho18's allocator history shows no holes for them, but dropping the share put the
-    held-out ho34 6.9% short, docs/estimator.md), and ho46 (fp16 ZeRO-1, 4 x 4 x 2,048, no recompute,
-    Liger: 0.28 GiB beyond allocated where the terms give 2.2). The five step-peak plans held out from the
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 71 of
+    the 79 rows are within [-3%, +5%] (2026-12-04, ninth session; 66 of 70 in the eighth). Eight are over
+    +5%: ho18 and ho35 (ZeRO-1 with the optimizer on the CPU and gradient accumulation, whose held
+    gradients get the gradient share: ho18's allocator history shows no holes for them, but dropping the
+    share put the held-out ho34 6.9% short, docs/estimator.md), ho46 (fp16 ZeRO-1, 4 x 4 x 2,048, no
+    recompute, Liger: 0.28 GiB beyond allocated where the terms give 2.2), and five of the sweeps' plans
+    run again through the worker in the ninth session (ho49, ho52-ho54, ho56: the same excess as in the
+    sweeps, so it is the estimator's, not the sweep harness's). ho47, the sixth such plan (+12.5%), is
+    within since ZeRO-0's loss room (margin.loss_room, read from its allocator history). ho15 (+7.4%)
+    is within since the seed rows are estimated for the micro-batch width that ran. The five step-peak plans held out from the
     refined step's moment (ho36-ho39, ho43: Qwen2 tied and untied, a Llama-3.2-3B shape; ZeRO-0, 1 and 2)
     came out within 0.1% of the estimate written down before they ran
     (estimator-step-predictions-2026-12-04.txt); with the three 1.1B runs it was refined on (ho40-ho42),
     all eight are within 0.3% after the refit. The sweeps' rows (their harness: no fused kernels, full
-    fp32 logits) come out up to +12.8% (a-s0-mb16-ckpt). In sample: the rows chose calibration.py's
+    fp32 logits) come out up to +10.1% (v-lora-all-s2-mb8-ckpt; a-s0-mb16-ckpt was +12.8% before the loss
+    room). In sample: the rows chose calibration.py's
     EXPANDABLE_* shares; docs/estimator.md has the out-of-sample figures."""
     from benchmarks.estimator.fit_margin import group
     from benchmarks.estimator.margin_table import total_error
@@ -114,18 +119,21 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     mine = group(rows, True)
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
-    assert len(worker) == 70 and len(sweeps) == 77
+    assert len(worker) == 79 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
     over = sorted(r["id"] for r in worker if total_error(r) > 0.05)
-    assert over == ["1b-full-ho15 (expandable-h)", "1b-full-ho18 (expandable-j)", "1b-full-ho35 (zero1-b)",
-                    "1b-full-ho46 (step-e)"], over
-    assert all(total_error(r) <= 0.12 for r in worker)  # 0.118 (ho35), the rest 0.074 at most
+    assert over == ["1b-full-ho18 (expandable-j)", "1b-full-ho35 (zero1-b)", "1b-full-ho46 (step-e)",
+                    "1b-full-ho49 (sweep-a)", "1b128k-full-ho56 (sweep-b)", "1b128k-lora-ho52 (sweep-b)",
+                    "1b128k-lora-ho53 (sweep-b)", "1b128k-lora-ho54 (sweep-b)"], over
+    assert all(total_error(r) <= 0.13 for r in worker)  # 0.126 (ho35), the rest 0.095 at most
+    zero0 = {r["id"]: total_error(r) for r in mine if r["job"].stage == 0 and r["margin_sources"]["loss room"]}
+    assert len(zero0) == 16 and all(-0.03 <= e <= 0.05 for e in zero0.values()), zero0  # margin.loss_room
     stepped = {r["id"]: total_error(r) for r in worker
                if r["id"].split()[0] in {f"{s}-full-ho{n}" for s in ("1b", "q1.5b", "q1.5bu", "3b") for n in range(36, 44)}}
     assert len(stepped) == 8 and all(abs(e) <= 0.003 for e in stepped.values()), stepped
-    assert max(total_error(r) for r in sweeps) <= 0.13  # 0.128 (a-s0-mb16-ckpt), 2026-12-04
+    assert max(total_error(r) for r in sweeps) <= 0.11  # 0.101 (v-lora-all-s2-mb8-ckpt), 2026-12-04
 
 
 def test_stage_one_first_step_segment_with_expandable_segments():

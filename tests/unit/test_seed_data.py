@@ -1,0 +1,44 @@
+"""The seed scenarios' data (benchmarks/seed_scenarios/run.py) and the micro-batch width the estimator's
+rows are estimated for (run.py's ran_seq_len). Until the ninth session the
+harness wrote rows of about 3,650 tokens, so its 4,096-token plans ran narrower micro-batches than they
+named, and their estimates were judged for tokens that never ran."""
+from __future__ import annotations
+
+import sys
+
+from places import REPO
+
+sys.path.insert(0, str(REPO))
+
+from benchmarks.seed_scenarios.run import (  # noqa: E402
+    LEGACY_DATA_LONGEST,
+    SCENARIOS,
+    longest_row_tokens,
+    ran_seq_len,
+    row_tokens,
+    write_data,
+)
+
+
+def test_every_row_fills_the_longest_scenario_sequence(tmp_path):
+    """Rows are cut to seq_len, never padded past what they hold: each must be at least as long as the
+    longest plan asks for, or that plan runs narrower than its estimate says (the first 40 rows of the
+    same generator; the words a row are fixed, so lengths vary by a few percent only)."""
+    longest_plan = max(fields["seq_len"] for _, fields, _ in SCENARIOS.values())
+    assert longest_plan >= 4096
+    assert min(row_tokens(write_data(tmp_path / "d.jsonl", rows=40))) >= longest_plan
+
+
+def test_the_legacy_rows_longest_is_what_the_old_results_ran_on(tmp_path):
+    """LEGACY_DATA_LONGEST is recomputed from the data every result file before data_longest_tokens ran on."""
+    assert longest_row_tokens(write_data(tmp_path / "d.jsonl", rows=4000, words=1400)) == LEGACY_DATA_LONGEST
+    assert LEGACY_DATA_LONGEST < 4096
+
+
+def test_ran_seq_len_is_the_widest_micro_batch_the_data_allows():
+    legacy = -(-LEGACY_DATA_LONGEST // 8) * 8
+    assert ran_seq_len({"seq_len": 4096}, {}) == legacy == 3768
+    assert ran_seq_len({"seq_len": 2048}, {}) == 2048
+    assert ran_seq_len({"seq_len": 4096, "packing": True}, {}) == 4096  # packed rows fill the sequence
+    assert ran_seq_len({"seq_len": 4096}, {"data_longest_tokens": 7801}) == 4096
+    assert ran_seq_len({"seq_len": 8192}, {"data_longest_tokens": 7801}) == 7808
