@@ -8,28 +8,18 @@ import pytest
 from zerotui.core.estimate import gpu
 from zerotui.core.estimate.job import job_for
 from zerotui.core.estimate.margin import loss_room
-from zerotui.core.hardware.types import GpuInfo, Hardware
-from zerotui.core.model.spec import _llama_family_spec
 from zerotui.core.plan.schema import Plan
 
-GIB = 2**30
-SPEC = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
-                                       "num_attention_heads": 32, "num_key_value_heads": 4,
-                                       "intermediate_size": 5632, "vocab_size": 32000}, "test")
-DEFAULT_ALLOCATOR = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
+from estimate_shared import DEFAULT_ALLOCATOR, GIB, SPEC_1B, box_80g
 
-
-def _box() -> Hardware:
-    return Hardware(gpus=[GpuInfo(index=0, name="test GPU", total_bytes=80 * GIB, free_bytes=80 * GIB,
-                                  compute_capability=(9, 0), bf16=True)],
-                    ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
+SPEC = SPEC_1B
 
 
 def _peak(env=None, **fields):
     """1b-full-ho47's plan unless ``fields`` say otherwise: bf16 ZeRO-0, 16 x 2,048 tokens, recompute."""
     plan = dict(model="llama-1b", method="full", precision="bf16", stage=0, micro_batch=16, grad_accum=1,
                 seq_len=2048, grad_ckpt=True, kernels="none")
-    job = job_for(Plan(**{**plan, **fields}), SPEC, _box(), env={} if env is None else env)
+    job = job_for(Plan(**{**plan, **fields}), SPEC, box_80g(), env={} if env is None else env)
     return job, gpu.peak(job, gpu.model_states(job))
 
 

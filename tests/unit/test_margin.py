@@ -15,6 +15,8 @@ from zerotui.core.hardware.types import GpuInfo, Hardware
 from zerotui.core.model.spec import _llama_family_spec
 from zerotui.core.plan.schema import Plan
 
+from estimate_shared import box_80g
+
 GIB = 2**30
 
 
@@ -88,12 +90,6 @@ def test_the_fit_scores_the_margin_the_estimator_computes(rows):
         assert fit(mine, expandable=expandable)[0] == shipped(expandable)
 
 
-def _box() -> Hardware:
-    return Hardware(gpus=[GpuInfo(index=0, name="test GPU", total_bytes=80 * GIB, free_bytes=80 * GIB,
-                                  compute_capability=(9, 0), bf16=True)],
-                    ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
-
-
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bounded(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
     that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 71 of
@@ -147,7 +143,7 @@ def test_stage_one_first_step_segment_with_expandable_segments():
     for stage in (0, 1, 2):
         for precision in ("bf16", "fp16", "fp32"):
             job = job_for(Plan(model="llama-1b", method="full", stage=stage, precision=precision, micro_batch=8,
-                               seq_len=1024, grad_ckpt=True, kernels="none"), spec, _box(), env={})
+                               seq_len=1024, grad_ckpt=True, kernels="none"), spec, box_80g(), env={})
             assert job.expandable
             got[stage, precision] = gpu.peak(job, gpu.model_states(job)).margin_sources["first step"]
     psi = got[2, "bf16"] / 4
@@ -167,7 +163,7 @@ def test_loss_and_gathers_share_their_holes():
     base = dict(model="llama-1b", method="full", stage=3, offload_optimizer="cpu", offload_params="cpu",
                 grad_ckpt=True, kernels="none", seq_len=1024)
     for micro_batch in (1, 32):
-        job = job_for(Plan(micro_batch=micro_batch, **base), spec, _box(), env={})
+        job = job_for(Plan(micro_batch=micro_batch, **base), spec, box_80g(), env={})
         peak = gpu.peak(job, gpu.model_states(job))
         src, terms = peak.margin_sources, peak.margin_terms
         _, loss_share, _, gather_share, _, _ = shares(job.expandable)  # env={}: zerotui's own allocator setting
@@ -197,7 +193,7 @@ def test_with_expandable_segments_the_first_step_adds_a_segment_only_when_it_can
 
     def peak(micro_batch, seq_len, env, stage=2):
         job = job_for(Plan(model="llama-1b", method="full", stage=stage, micro_batch=micro_batch, seq_len=seq_len,
-                           kernels="none"), spec, _box(), env=env)
+                           kernels="none"), spec, box_80g(), env=env)
         return job, gpu.peak(job, gpu.model_states(job))
 
     default = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
@@ -225,7 +221,7 @@ def test_with_expandable_segments_the_first_step_adds_a_segment_only_when_it_can
     assert 0 < cal.EXPANDABLE_FIRST_STEP_SHARE < cal.FRAGMENTATION_FIRST_STEP_SHARE == 1.0
     # stage 0 in fp16: DeepSpeed's optimizer makes the moments at initialisation, so the step creates only its copy
     job = job_for(Plan(model="llama-1b", method="full", stage=0, precision="fp16", micro_batch=1, seq_len=1024,
-                       kernels="none"), spec, _box(), env={})
+                       kernels="none"), spec, box_80g(), env={})
     states = gpu.model_states(job)
     assert gpu.peak(job, states).step_new == pytest.approx(states.step_transient)
 
@@ -243,7 +239,7 @@ def test_the_fp64_gradient_norm_block_with_the_optimizer_offloaded():
     def job(**fields):
         plan = Plan(**{"model": "llama-1b", "method": "full", "micro_batch": 4, "seq_len": 1024, "kernels": "none",
                        **fields})
-        return job_for(plan, spec, _box(), env={})
+        return job_for(plan, spec, box_80g(), env={})
 
     embedding = 32000 * 2048
     for stage in (1, 2):

@@ -9,27 +9,17 @@ import pytest
 from zerotui.core.estimate import gpu
 from zerotui.core.estimate.job import job_for
 from zerotui.core.estimate.margin import step_hole, step_moment_term
-from zerotui.core.hardware.types import GpuInfo, Hardware
-from zerotui.core.model.spec import _llama_family_spec
 from zerotui.core.plan.schema import Plan
 
-GIB = 2**30
-SPEC = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
-                                       "num_attention_heads": 32, "num_key_value_heads": 4,
-                                       "intermediate_size": 5632, "vocab_size": 32000}, "test")
-DEFAULT_ALLOCATOR = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}
+from estimate_shared import DEFAULT_ALLOCATOR, GIB, SPEC_1B, box_80g
 
-
-def _box() -> Hardware:
-    return Hardware(gpus=[GpuInfo(index=0, name="test GPU", total_bytes=80 * GIB, free_bytes=80 * GIB,
-                                  compute_capability=(9, 0), bf16=True)],
-                    ram_total_bytes=512 * GIB, ram_available_bytes=512 * GIB)
+SPEC = SPEC_1B
 
 
 def _job(env=None, **fields):
     plan = dict(model="llama-1b", method="full", precision="bf16", stage=1, micro_batch=8, grad_accum=1,
                 seq_len=2048, grad_ckpt=True, kernels="none")
-    return job_for(Plan(**{**plan, **fields}), SPEC, _box(), env={} if env is None else env)
+    return job_for(Plan(**{**plan, **fields}), SPEC, box_80g(), env={} if env is None else env)
 
 
 def test_the_hole_is_the_16bit_weights_and_twice_them_at_zero2_with_accumulation():
