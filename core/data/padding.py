@@ -22,14 +22,17 @@ SAMPLES = 512
 def padding_share(lengths: torch.Tensor, micro_batch: int, seq_len: int, multiple: int = 8,
                   samples: int = SAMPLES, seed: int = 0) -> float:
     """The expected share of padding positions in a micro-batch of ``micro_batch`` random rows, padded
-    as ``collate`` pads: to the longest row rounded up to ``multiple``, at most ``seq_len``."""
+    as ``collate`` pads: to the longest row rounded up to ``multiple``, at most ``seq_len``, and not at
+    all where the rows are one length."""
     n = int(lengths.numel())
     if n == 0 or micro_batch < 1:
         return 0.0
     g = torch.Generator().manual_seed(seed)
     picks = torch.randint(0, n, (samples, min(micro_batch, n)), generator=g)
     rows = lengths.to(torch.int64)[picks]
-    width = torch.clamp((rows.max(dim=1).values + multiple - 1) // multiple * multiple, max=seq_len)
+    longest = rows.max(dim=1).values
+    rounded = torch.where(rows.min(dim=1).values == longest, longest, (longest + multiple - 1) // multiple * multiple)
+    width = torch.clamp(rounded, max=seq_len)
     padded = (width * rows.shape[1]).sum().item()
     real = torch.clamp(rows, max=seq_len).sum().item()
     return 0.0 if padded == 0 else 1.0 - real / padded

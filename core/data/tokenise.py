@@ -197,13 +197,18 @@ def pack_groups(lengths: list[int], seq_len: int) -> list[int]:
 
 def collate(batch: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int, seq_len: int,
             multiple: int = 8) -> dict[str, torch.Tensor]:
-    """Pad a micro-batch to its longest example (rounded up to ``multiple``, at most ``seq_len``).
+    """Pad a micro-batch to its longest example (rounded up to ``multiple``, at most ``seq_len``), or not at
+    all when its rows are one length.
 
     Padding to the batch rather than to ``seq_len`` is what keeps short-row data fast; the multiple of
-    8 keeps matrix shapes friendly to tensor cores.
+    8 keeps matrix shapes friendly to tensor cores. Rows of one length (a micro-batch of one row, or rows
+    cut to seq_len) are left as they are: any padding puts zeros in the attention mask, and then
+    transformers hands SDPA an explicit 4-D mask instead of its causal path (checked on transformers
+    5.17 with a 40-token row and three pad tokens), which a GPU's flash-attention kernel does not take.
     """
-    longest = max(len(ids) for ids, _ in batch)
-    width = min(seq_len, -(-longest // multiple) * multiple)
+    lengths = [len(ids) for ids, _ in batch]
+    longest = max(lengths)
+    width = min(seq_len, longest if min(lengths) == longest else -(-longest // multiple) * multiple)
     n = len(batch)
     input_ids = torch.full((n, width), pad_id, dtype=torch.long)
     labels = torch.full((n, width), IGNORE, dtype=torch.long)

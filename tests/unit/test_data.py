@@ -266,7 +266,17 @@ def test_collate_pads_to_the_batch_with_masked_labels():
     assert batch["input_ids"].shape == (2, 16)  # longest 10, rounded up to a multiple of 8
     assert batch["attention_mask"][0].tolist() == [1, 1, 1] + [0] * 13
     assert (batch["labels"][0, 3:] == IGNORE).all() and batch["input_ids"][0, 3:].eq(0).all()
-    assert collate([b], pad_id=0, seq_len=12)["input_ids"].shape == (1, 12)  # never wider than seq_len
+    assert collate([a, b], pad_id=0, seq_len=12)["input_ids"].shape == (2, 12)  # never wider than seq_len
+
+
+def test_rows_of_one_length_are_not_padded_so_the_attention_mask_is_all_ones():
+    """A one-row micro-batch (or rows all cut to seq_len) needs no padding; rounding it up to 8 would put
+    zeros in the mask, and transformers then gives SDPA an explicit mask instead of its causal path."""
+    b = (torch.tensor([1, 7] * 5 + [3], dtype=torch.int32), torch.tensor([1, 7] * 5 + [3], dtype=torch.int32))
+    one = collate([b], pad_id=0, seq_len=128)
+    assert one["input_ids"].shape == (1, 11) and one["attention_mask"].eq(1).all()
+    two = collate([b, b], pad_id=0, seq_len=128)
+    assert two["input_ids"].shape == (2, 11) and two["attention_mask"].eq(1).all()
 
 
 def test_sampler_resumes_at_the_same_place_and_ranks_partition_each_batch():

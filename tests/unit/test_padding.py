@@ -30,13 +30,18 @@ def test_the_share_matches_what_collate_pads():
     shuffled = [lengths[i] for i in torch.randperm(len(lengths), generator=gen).tolist()]
     assert abs(share - _collated_share(shuffled, 4, 1024)) < 0.08
     assert share > 0.5  # most micro-batches of 4 draw the long row at least once
-    # all-equal short rows: only the round-up to a multiple of 8 pads
-    assert abs(padding_share(torch.full((64,), 101), 4, 1024) - (1 - 101 / 104)) < 1e-9
+    # all-equal short rows are not padded at all (collate leaves rows of one length as they are)
+    assert padding_share(torch.full((64,), 101), 4, 1024) == 0.0
+    # two lengths: only micro-batches that mix them pad, to the longer rounded up to 8
+    mixed = padding_share(torch.tensor([101, 99] * 32), 4, 1024, samples=4096)
+    assert abs(mixed - _collated_share([101, 99] * 32, 4, 1024)) < 0.01 and 0 < mixed < 1 - 99 / 104
 
 
-def test_a_micro_batch_of_one_pads_only_to_the_multiple_of_8():
-    lengths = torch.tensor([17, 300, 5, 1024])  # padded to 24, 304, 8 and 1024
-    assert abs(padding_share(lengths, 1, 1024, samples=4096) - (1 - 1346 / 1360)) < 0.005
+def test_a_micro_batch_of_one_is_not_padded():
+    """One row needs no padding; rounding it up to 8 would only put zeros in the attention mask."""
+    lengths = torch.tensor([17, 300, 5, 1024])
+    assert padding_share(lengths, 1, 1024, samples=4096) == 0.0
+    assert _collated_share([17, 300, 5, 1024], 1, 1024) == 0.0
 
 
 def test_the_hint_names_the_share_the_lengths_and_the_option():
