@@ -99,11 +99,13 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     c = np.atleast_2d(consts)
     f = d["feats"]
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
-    loss = np.maximum(share("loss") - d["loss_room"], 0.0)
+    full, loss = share("loss"), np.maximum(share("loss") - d["loss_room"], 0.0)
     loss_gather = np.maximum(loss, share("gather")) if overlap else loss + share("gather")
+    # margin.loss_room_used: what the room took off goes back into the first step's holes
+    returned = (np.maximum(full, share("gather")) if overlap else full + share("gather")) - loss_gather
     m = share("base") + loss_gather + share("recompute") + share("gradients")
     # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
-    fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m))
+    fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m + returned))
     m = np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
     step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
     return np.where(d["step_peak"], step, np.maximum(m, step))

@@ -15,6 +15,7 @@ it moved, and start-up to the first step.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -347,15 +348,39 @@ def longest_row_tokens(path: Path) -> int:
 
 
 def ran_seq_len(plan: dict[str, Any], data: dict[str, Any]) -> int:
-    """The widest micro-batch a scenario's run could have (``data``: its result file): the plan's seq_len,
-    or less where the rows were shorter and the plan does not pack them (core/data/tokenise.py's collate
-    pads a micro-batch to its longest row, rounded up to 8). Files without ``data_longest_tokens`` ran on
-    LEGACY_DATA_LONGEST-token rows. The estimator's rows (benchmarks/estimator/margin_rows.py) and the
-    table (table.py) are estimated for this width: the upper end of what ran, so never for fewer tokens."""
-    if plan.get("packing"):
-        return plan["seq_len"]
-    longest = data.get("data_longest_tokens", LEGACY_DATA_LONGEST)
-    return min(plan["seq_len"], -(-longest // 8) * 8)
+    """The widest micro-batch a scenario's run had (``data``: its result file). Files with
+    ``data_longest_tokens`` ran on rows that fill every scenario: the plan's seq_len. Older files ran on
+    LEGACY_DATA_LONGEST-token rows: where the plan's seq_len is longer than the shortest of them, the run's
+    micro-batches are rebuilt as its worker drew them (core/data/sampler.py's DataOrder with the plan's
+    seed, max_steps x grad_accum of them, one GPU) from the rows as zerotui's data pipeline made them, and
+    each is as wide as collate then padded it (the longest row rounded up to 8). Packed plans (none of
+    the committed ones) fill the sequence when two rows fit in it."""
+    seq = plan["seq_len"]
+    if "data_longest_tokens" in data:
+        return min(seq, -(-data["data_longest_tokens"] // 8) * 8)
+    lengths = _legacy_lengths(seq)
+    if seq <= min(lengths) or (plan.get("packing") and 2 * min(lengths) <= seq):
+        return seq
+    from zerotui.core.data.sampler import DataOrder
+
+    order = DataOrder(len(lengths), plan["micro_batch"], 1, 0, plan.get("seed", 0))
+    widths = [max(lengths[i] for i in order.next()) for _ in range(plan["max_steps"] * plan["grad_accum"])]
+    return min(seq, -(-max(widths) // 8) * 8)
+
+
+@functools.lru_cache(maxsize=None)
+def _legacy_lengths(seq_len: int) -> tuple[int, ...]:
+    """The legacy rows' lengths in tokens as zerotui's data pipeline makes them (BOS and EOS included, cut
+    to ``seq_len``), in the order the training set holds them."""
+    from zerotui.core.data.prepare import prepare_data
+    from zerotui.core.model.tiny import tiny_tokenizer
+    from zerotui.core.plan.schema import plan_from_dict
+
+    with tempfile.TemporaryDirectory(prefix="zt-legacy-") as tmp:
+        path = write_data(Path(tmp) / "data.jsonl", rows=4000, words=1400)
+        plan = plan_from_dict({"model": tmp, "data": str(path), "data_format": "text", "seq_len": seq_len,
+                               "eval_fraction": 0.0})
+        return tuple(int(n) for n in prepare_data(plan, tiny_tokenizer()).train.lengths())
 
 
 def write_data(path: Path, rows: int = 4000, words: int = WORDS) -> Path:
@@ -468,7 +493,9 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="zt-seed-"))
     models = a.models_dir or work / "models"
     models.mkdir(parents=True, exist_ok=True)
-    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 4000, words=200 if a.dry_run else WORDS)
+    # 1,000 rows: more than any scenario draws (24 steps x 2 x 8 at most); the harness tokenises them once
+    # for data_longest_tokens, which the GPU machine pays for
+    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 1000, words=200 if a.dry_run else WORDS)
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
                            "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
                            # the command's own setting; each row has the one its run had

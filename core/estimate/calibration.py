@@ -73,10 +73,10 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: (margin.step_moment_term): the rows whose step is the peak no longer hold the gradient share and the
 #: base up. Before: 0.1 GiB / 0.35 / 0 / 1.0 / 0.75, first-step share 0.4.
 #: Refitted once more (2026-12-04, ninth session) when the seed rows were estimated for the micro-batch
-#: width that ran (benchmarks/seed_scenarios/run.py's LEGACY_DATA_LONGEST: 4,096-token plans ran rows of
-#: about 3,650 tokens): 7b-lora-ho6 (ZeRO-3, one row a micro-batch) then came out 3.4% short, and the
-#: base came back. Before: 0 / 0.35 / 0 / 1.0 / 0.5, first-step share 0.55.
-EXPANDABLE_BASE_BYTES = int(0.1 * 2**30)
+#: width that ran (benchmarks/seed_scenarios/run.py's ran_seq_len: 4,096-token plans ran rows of about
+#: 3,650 tokens, their micro-batches at most 3,720 wide): 7b-lora-ho6 (ZeRO-3, one row a micro-batch)
+#: then came out 3.0% short, and the base came back. Before: 0 / 0.35 / 0 / 1.0 / 0.5, first-step share 0.55.
+EXPANDABLE_BASE_BYTES = int(0.2 * 2**30)
 EXPANDABLE_LOSS_SHARE = 0.35
 EXPANDABLE_RECOMPUTE_SHARE = 0.0
 EXPANDABLE_GATHER_SHARE = 1.0
@@ -105,7 +105,7 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, one row a micro-batch planned at 4,096
-#: tokens, which ran rows of about 3,650 (benchmarks/seed_scenarios/run.py's LEGACY_DATA_LONGEST):
+#: tokens, which ran rows of about 3,650 (micro-batches at most 3,720 wide: run.py's ran_seq_len):
 #: reserved - allocated = 0.26 of allocated; rows at 1,024 and 2,048 tokens stayed under 0.2); not
 #: checked on another row.
 #: Applies only without expandable segments, i.e. where the user chose PyTorch's default allocator

@@ -25,6 +25,7 @@ from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
 from zerotui.core.estimate.margin import (
     first_step_fits,
     fp16_offload_guard,
+    loss_room_used,
     margin_terms,
     offload_norm_block,
     room_holes,
@@ -187,7 +188,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     moments_alloc = {k: resident + sum(v.values()) for k, v in phases.items()}
     src = sources(job, g, lg, grads, recompute, step_transient)
     terms = margin_terms(src, job.expandable)
-    if first_step_fits(job, step_room, step_new, room_holes(terms)):
+    if first_step_fits(job, step_room, step_new, room_holes(terms) + loss_room_used(src, job.expandable)):
         terms["first step"] = 0.0
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["gradient norm (fp64, offload)"] = offload_norm_block(job)

@@ -41,8 +41,8 @@ DeepSpeed's FP16_Optimizer leaves at initialisation, and its holes shrink by tha
 
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
-a held-out row (7b-lora-ho6, one 4,096-token sequence per micro-batch) held 3.92 GiB beyond allocated,
-26% of it, where the same tokens as 4 × 1,024 held 1.43 GiB; the terms above predicted 1.63 GiB and
+a held-out row (7b-lora-ho6, one row a micro-batch planned at 4,096 tokens; its rows were about
+3,650) held 3.92 GiB beyond allocated, 26% of it, where the same tokens as 4 × 1,024 held 1.43 GiB; the terms above predicted 1.63 GiB and
 the budget promised 9.8% too little. Run again with PyTorch's expandable segments, the same plan held
 2.8 GiB less (reserved 20.34 -> 17.31 GB): the holes were the caching allocator's. zerotui now starts
 such runs with expandable segments (core/plan/allocator.py) and the floor applies only where the user's
@@ -132,6 +132,14 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     return block if block > largest_transient_block(job, lg, gathered) else 0.0
 
 
+def loss_room_used(src: dict[str, float], expandable: bool) -> float:
+    """What ``loss_room`` took off the margin's loss and gather terms. It goes back into the first step's
+    holes (``room_holes``): the region is free again when the optimizer step runs."""
+    _, loss, _, gather, _, _ = shares(expandable)
+    full, g = loss * src["loss"], gather * src["gather"]
+    return max(full, g) - max(max(0.0, full - src.get("loss room", 0.0)), g)
+
+
 def room_holes(terms: dict[str, float]) -> float:
     """The margin's holes that count as room for the first step's tensors: every term but the first step
     itself (the base too: leaving it out called the held-out 1b-full-ho21 wrong, docs/estimator.md)."""
@@ -179,8 +187,9 @@ def loss_room(job, lg: dict[str, float]) -> float:
     grew the pool for them and held 4.79: at stages 1-2 DeepSpeed's own zero gradients are freed before
     zerotui's worker makes Adam's moments (core/train/optimizer_state.py), which take the region (the
     sweeps' harness made them at the first step, and its ZeRO-2 run of that plan held 3.03 where
-    the worker's held 4.79). The room counts only where one loss block fits in it; adapters' region is
-    too small for any (ZeRO-3 and fp32 make no such region)."""
+    the worker's held 4.79). The room counts only where one loss block fits in it, so it is a step, not
+    a slope: past that edge (a 1.1B plan at 16 x 2,176 tokens) the whole loss term comes back, and no run
+    has been measured there. Adapters' region is too small for any block (ZeRO-3 and fp32 make none)."""
     if not job.expandable or job.stage != 0 or job.p == 4:
         return 0.0
     room = 4.0 * job.psit

@@ -35,10 +35,15 @@ def test_the_legacy_rows_longest_is_what_the_old_results_ran_on(tmp_path):
     assert LEGACY_DATA_LONGEST < 4096
 
 
-def test_ran_seq_len_is_the_widest_micro_batch_the_data_allows():
-    legacy = -(-LEGACY_DATA_LONGEST // 8) * 8
-    assert ran_seq_len({"seq_len": 4096}, {}) == legacy == 3768
-    assert ran_seq_len({"seq_len": 2048}, {}) == 2048
-    assert ran_seq_len({"seq_len": 4096, "packing": True}, {}) == 4096  # packed rows fill the sequence
-    assert ran_seq_len({"seq_len": 4096}, {"data_longest_tokens": 7801}) == 4096
-    assert ran_seq_len({"seq_len": 8192}, {"data_longest_tokens": 7801}) == 7808
+def test_ran_seq_len_is_the_widest_micro_batch_the_run_drew():
+    """1b128k-full-ho56 (2 x 1 x 4,096, 4 steps, seed 1) drew micro-batches whose longest rows were 3,652,
+    3,650, 3,716 and 3,647 tokens: 3,720 wide at most. Its allocator history has the first one, 7,312
+    tokens in two rows (3,656: 3,652 rounded up to 8; memsnap-1b128k-ho56-2026-12-04.txt)."""
+    ho56 = {"seq_len": 4096, "micro_batch": 2, "grad_accum": 1, "max_steps": 4, "seed": 1}
+    assert ran_seq_len(ho56, {}) == 3720
+    assert ran_seq_len({**ho56, "max_steps": 1}, {}) == 3656  # the first micro-batch alone
+    assert ran_seq_len({**ho56, "seq_len": 2048}, {}) == 2048  # every legacy row is cut to 2,048
+    assert ran_seq_len({**ho56, "packing": True}, {}) == 3720  # two ~3,600-token rows never share 4,096
+    assert ran_seq_len({**ho56, "packing": True, "seq_len": 8192}, {}) == 8192  # ... but fill 8,192
+    assert ran_seq_len(ho56, {"data_longest_tokens": 7801}) == 4096  # the new rows fill the sequence
+    assert ran_seq_len({**ho56, "seq_len": 8192}, {"data_longest_tokens": 7801}) == 7808
