@@ -37,14 +37,15 @@ out from the rule, Qwen2 and a 3B shape, ZeRO-0 to 2, came out within 0.1% of it
 
 At ZeRO-0 in 16 bits with expandable segments, the loss's blocks are served from a free region that
 DeepSpeed's FP16_Optimizer leaves at initialisation, and its holes shrink by that region
-(``loss_room``; 2026-12-04, ninth session, from 1b-full-ho47's allocator history: +12.5% -> +0.3%).
+(``loss_room``; 2026-12-04, ninth session, from 1b-full-ho47's allocator history: +12.5% -> +0.6%).
 
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
 a held-out row (7b-lora-ho6, one row a micro-batch planned at 4,096 tokens; its rows were about
-3,650) held 3.92 GiB beyond allocated, 26% of it, where the same tokens as 4 × 1,024 held 1.43 GiB; the terms above predicted 1.63 GiB and
-the budget promised 9.8% too little. Run again with PyTorch's expandable segments, the same plan held
-2.8 GiB less (reserved 20.34 -> 17.31 GB): the holes were the caching allocator's. zerotui now starts
+3,650) held 3.92 GiB beyond allocated, 26% of it, where the same tokens as 4 × 1,024 held 1.43 GiB; the
+terms above predicted 1.63 GiB and the budget promised 9.8% too little. Run again with PyTorch's
+expandable segments, the same plan held 2.8 GiB less (reserved 20.34 -> 17.31 GB): the holes were the
+caching allocator's. zerotui now starts
 such runs with expandable segments (core/plan/allocator.py) and the floor applies only where the user's
 own ``PYTORCH_CUDA_ALLOC_CONF`` turns them off; it is still set from that one row.
 
