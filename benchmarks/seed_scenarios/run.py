@@ -322,35 +322,31 @@ def build_model_apart(shape: str, folder: Path) -> dict[str, Any]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-#: The longest row, in the tiny tokenizer's tokens (BOS included), of ``write_data(rows=4000, words=1400)``:
-#: the data every result file before the ninth session's ``data_longest_tokens`` ran on. Its rows are
-#: 3,538-3,762 tokens, so a 4,096-token plan ran micro-batches about 3,650 wide (the collator pads to the
-#: batch's longest row): 1b128k-full-ho56's allocator history shows 7,313 tokens a 2-row micro-batch
-#: (benchmarks/results/memsnap-1b128k-ho56-2026-12-04.txt). The estimator's rows (margin_rows.py) are
-#: estimated for the width that ran. tests/unit/test_seed_data.py recomputes it.
-LEGACY_DATA_LONGEST = 3762
 #: Words a row: about 7,800 tokens, so every scenario's micro-batches are as wide as its seq_len (rows
-#: are cut to it).
+#: are cut to it). Until the ninth session (2026-12-04) rows were 1,400 words, 3,539-3,763 tokens, so a
+#: 4,096-token plan ran narrower micro-batches (the collator pads to the batch's longest row):
+#: 1b128k-full-ho56's allocator history has 7,312 tokens in a 2-row micro-batch
+#: (benchmarks/results/memsnap-1b128k-ho56-2026-12-04.txt). ``ran_seq_len`` rebuilds those runs' widths.
 WORDS = 3000
+LEGACY_WORDS = 1400
 
 
-def row_tokens(path: Path) -> list[int]:
-    """Each row of a write_data file in the tokens of the tokenizer the model folders carry (BOS included,
-    as zerotui's text format tokenises it)."""
+def row_lengths(path: Path, seq_len: int = 1 << 20) -> tuple[int, ...]:
+    """A write_data file's rows in tokens as zerotui's data pipeline makes them for the model folders'
+    tokenizer (BOS and EOS included, cut to ``seq_len``), in the order the training set holds them."""
+    from zerotui.core.data.prepare import prepare_data
     from zerotui.core.model.tiny import tiny_tokenizer
+    from zerotui.core.plan.schema import plan_from_dict
 
-    texts = [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines()]
-    return [len(ids) for ids in tiny_tokenizer()(texts)["input_ids"]]
-
-
-def longest_row_tokens(path: Path) -> int:
-    return max(row_tokens(path))
+    plan = plan_from_dict({"model": str(path.parent), "data": str(path), "data_format": "text", "seq_len": seq_len,
+                           "eval_fraction": 0.0})
+    return tuple(int(n) for n in prepare_data(plan, tiny_tokenizer()).train.lengths())
 
 
 def ran_seq_len(plan: dict[str, Any], data: dict[str, Any]) -> int:
     """The widest micro-batch a scenario's run had (``data``: its result file). Files with
     ``data_longest_tokens`` ran on rows that fill every scenario: the plan's seq_len. Older files ran on
-    LEGACY_DATA_LONGEST-token rows: where the plan's seq_len is longer than the shortest of them, the run's
+    LEGACY_WORDS-word rows: where the plan's seq_len is longer than the shortest of them, the run's
     micro-batches are rebuilt as its worker drew them (core/data/sampler.py's DataOrder with the plan's
     seed, max_steps x grad_accum of them, one GPU) from the rows as zerotui's data pipeline made them, and
     each is as wide as collate then padded it (the longest row rounded up to 8). Packed plans (none of
@@ -370,17 +366,9 @@ def ran_seq_len(plan: dict[str, Any], data: dict[str, Any]) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _legacy_lengths(seq_len: int) -> tuple[int, ...]:
-    """The legacy rows' lengths in tokens as zerotui's data pipeline makes them (BOS and EOS included, cut
-    to ``seq_len``), in the order the training set holds them."""
-    from zerotui.core.data.prepare import prepare_data
-    from zerotui.core.model.tiny import tiny_tokenizer
-    from zerotui.core.plan.schema import plan_from_dict
-
+    """The rows every result file before ``data_longest_tokens`` ran on (``row_lengths``)."""
     with tempfile.TemporaryDirectory(prefix="zt-legacy-") as tmp:
-        path = write_data(Path(tmp) / "data.jsonl", rows=4000, words=1400)
-        plan = plan_from_dict({"model": tmp, "data": str(path), "data_format": "text", "seq_len": seq_len,
-                               "eval_fraction": 0.0})
-        return tuple(int(n) for n in prepare_data(plan, tiny_tokenizer()).train.lengths())
+        return row_lengths(write_data(Path(tmp) / "data.jsonl", rows=4000, words=LEGACY_WORDS), seq_len)
 
 
 def write_data(path: Path, rows: int = 4000, words: int = WORDS) -> Path:
@@ -504,7 +492,7 @@ def main() -> int:
                            # files without this key were measured when torch made it at the first step
                            "optimizer_states_made": "before the first step",
                            # the widest micro-batch a plan can have is min(seq_len, this rounded up to 8)
-                           "data_longest_tokens": longest_row_tokens(data)}
+                           "data_longest_tokens": max(row_lengths(data))}
     for name in a.scenario:
         shape = SCENARIOS[name][0]
         folder = models / f"llama-{shape}"

@@ -11,11 +11,10 @@ from places import REPO
 sys.path.insert(0, str(REPO))
 
 from benchmarks.seed_scenarios.run import (  # noqa: E402
-    LEGACY_DATA_LONGEST,
+    LEGACY_WORDS,
     SCENARIOS,
-    longest_row_tokens,
     ran_seq_len,
-    row_tokens,
+    row_lengths,
     write_data,
 )
 
@@ -26,13 +25,13 @@ def test_every_row_fills_the_longest_scenario_sequence(tmp_path):
     same generator; the words a row are fixed, so lengths vary by a few percent only)."""
     longest_plan = max(fields["seq_len"] for _, fields, _ in SCENARIOS.values())
     assert longest_plan >= 4096
-    assert min(row_tokens(write_data(tmp_path / "d.jsonl", rows=40))) >= longest_plan
+    assert min(row_lengths(write_data(tmp_path / "d.jsonl", rows=40))) >= longest_plan
 
 
-def test_the_legacy_rows_longest_is_what_the_old_results_ran_on(tmp_path):
-    """LEGACY_DATA_LONGEST is recomputed from the data every result file before data_longest_tokens ran on."""
-    assert longest_row_tokens(write_data(tmp_path / "d.jsonl", rows=4000, words=1400)) == LEGACY_DATA_LONGEST
-    assert LEGACY_DATA_LONGEST < 4096
+def test_the_legacy_rows_were_shorter_than_4096_tokens(tmp_path):
+    """What every result file before data_longest_tokens ran on: 3,539-3,763 tokens a row."""
+    lengths = row_lengths(write_data(tmp_path / "d.jsonl", rows=4000, words=LEGACY_WORDS))
+    assert (min(lengths), max(lengths)) == (3539, 3763)
 
 
 def test_ran_seq_len_is_the_widest_micro_batch_the_run_drew():
