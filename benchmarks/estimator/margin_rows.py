@@ -80,7 +80,7 @@ def seed_rows() -> list[dict[str, Any]]:
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
-                        "nvml": r.get("nvml_used_max") if clean else None,
+                        "nvml": r.get("nvml_used_max") if clean and r.get("nvml_clean", True) else None,
                         **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")))})
     return out
 

@@ -20,6 +20,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -421,8 +422,50 @@ def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, s
             rc, tail = r.returncode, (r.stdout + r.stderr)[-1500:]
         except subprocess.TimeoutExpired as err:
             rc, tail = 124, str(err)[-500:]
+        finally:
+            kill_workers(runs)
     folder = max((p for p in runs.iterdir() if p.is_dir() and p.name.endswith(plan.name)), key=lambda p: p.stat().st_mtime)
     return folder, t0, rc, tail, watch.peak
+
+
+#: NVML's used memory on an idle H200 is 0 MiB (benchmarks/gpu_setup.sh prints it); more than this at a
+#: run's start is another process, whose memory NVML's peak would count as the run's.
+OTHERS_ON_GPU = 2**30
+
+
+def kill_workers(runs: Path) -> list[int]:
+    """Kill every worker under ``runs`` that is still alive; the pids killed. zerotui's worker runs in a
+    session of its own so that a run outlives its terminal, so neither a timeout here nor ``timeout``
+    killing this harness ends it. One left alone went on training on the GPU into the next device
+    command (2026-12-04: 3b-full-ho58, whose 94 GB were still in use when its re-run started)."""
+    from zerotui.core.run.folder import RunPaths, pid_alive, read_status
+    from zerotui.core.run.spare import cmdline
+
+    killed = []
+    for folder in (p for p in runs.iterdir() if p.is_dir()):
+        st = read_status(RunPaths(folder))
+        for pid in {int(p) for p in (st.get("pids") or [st.get("pid")]) if p}:
+            if pid_alive(pid) and "zerotui" in cmdline(pid):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                except OSError:
+                    pass  # gone meanwhile
+    return killed
+
+
+def gpu_used_bytes() -> Optional[int]:
+    """NVML's used memory on GPU 0 now (None without NVML): what other processes hold before a run."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used)
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML, no GPU (the CPU dry run)
+        return None
 
 
 def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[int] = None) -> dict[str, Any]:
@@ -477,6 +520,8 @@ def main() -> int:
 
     if a.dry_run:
         a.scenario, a.cap, a.steps, a.log_interval = a.scenario or ["tiny-lora-seed", "tiny-qlora-fit"], "0", 6, 2
+    # `timeout` ends this harness with SIGTERM: exit through the finally blocks, which kill the workers
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cap = parse_size(a.cap) if a.cap not in ("0", "none") else 0
     work = Path(tempfile.mkdtemp(prefix="zt-seed-"))
     models = a.models_dir or work / "models"
@@ -502,10 +547,13 @@ def main() -> int:
         plan = plan_for(name, folder, data, cap, a.steps, a.log_interval)
         runs = work / "runs"
         runs.mkdir(exist_ok=True)
+        used_before = gpu_used_bytes()
         run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
         # the allocator the run had: the command's setting, else zerotui's choice for the plan
         row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
-               **measure(run, t0, fine=fine)}
+               **measure(run, t0, fine=fine), "gpu_used_at_start": used_before}
+        if used_before is not None and used_before > OTHERS_ON_GPU:
+            row["nvml_clean"] = False  # another process held GPU memory: NVML's peak is not the run's
         if rc != 0:
             row["tail"] = tail
         # the run's end-of-run checkpoint (full fine-tunes: 16 bytes a weight) is not measured; left
@@ -530,7 +578,8 @@ def _derive(row: dict[str, Any], shape: str, cap: int) -> None:
     if row.get("peak_reserved"):
         # NVML's peak where the run had the GPU alone, else the peak reserved plus the context assumed
         context = context_bytes(plan_from_dict(row["plan"]))
-        row["measured_gpu_bytes"] = row.get("nvml_used_max") or row["peak_reserved"] + context
+        nvml = row.get("nvml_used_max") if row.get("nvml_clean", True) else None
+        row["measured_gpu_bytes"] = nvml or row["peak_reserved"] + context
         if est.get("gpu_bytes"):
             row["error_pct"] = round(100 * (est["gpu_bytes"] - row["measured_gpu_bytes"]) / row["measured_gpu_bytes"], 1)
     if row.get("tflops_per_gpu"):

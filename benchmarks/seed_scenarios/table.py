@@ -46,7 +46,7 @@ def rows(files: list[str]) -> list[dict]:
             p = plan_from_dict({"kernels": "none", **plan})
             b = estimate(p, hw, spec, env=env)
             reserved = r.get("peak_reserved")
-            nvml = r.get("nvml_used_max") if clean_nvml else None
+            nvml = r.get("nvml_used_max") if clean_nvml and r.get("nvml_clean", True) else None
             measured = nvml or (reserved + context_bytes(p) if reserved else None)
             # A plan forced past the budget (7b-lora-oom) measures nothing: its check is that it ended out
             # of memory under the cap, reported like any OOM.

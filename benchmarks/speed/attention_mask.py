@@ -91,12 +91,37 @@ def sdpa_call(model, batch: dict[str, Any]) -> dict[str, Any]:
     return seen
 
 
+def new_widths(model, vocab: int, device: str, rows: int, widths: list[int], cudnn: bool) -> dict[str, Any]:
+    """Steps whose micro-batch width changes every step, as unpacked real data does: each width's first
+    step, then a second pass over the same widths. A kernel library that plans per shape (cuDNN's SDPA
+    builds an execution graph for each new one) pays on first sight only."""
+    import torch
+
+    torch.backends.cuda.enable_cudnn_sdp(cudnn)
+    first, again = [], []
+    try:
+        for timings in (first, again):
+            for w in widths:
+                batch = inputs("padded" if rows > 1 else "causal", rows, w, vocab, device)
+                sync()
+                t0 = time.perf_counter()
+                model(**batch).loss.backward()
+                sync()
+                timings.append(time.perf_counter() - t0)
+                model.zero_grad(set_to_none=True)
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(True)
+    return {"rows": rows, "cudnn_sdp": cudnn, "widths": widths, "first_s": first, "again_s": again,
+            "first_median_s": statistics.median(first), "again_median_s": statistics.median(again)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--shape", default="1b128k")
     ap.add_argument("--batch", action="append", help="ROWSxWIDTH (default 1x4096, 2x4096, 8x1024)")
     ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--new-widths", type=int, default=0, help="also N steps of unseen widths, cuDNN on and off")
     a = ap.parse_args()
     import torch
     import transformers
@@ -147,6 +172,17 @@ def main() -> int:
             print(f"{rows}x{width} {v:7s} {med * 1e3:8.1f} ms/step  {rows * width / med:9.0f} tok/s  "
                   f"peak {peaks[v] / 2**30:6.2f} GiB  sdpa {calls[v]}  {kernels[v][:4]}", flush=True)
         del batches
+    result["new_widths"] = []
+    top = max(w for _, w in shapes)
+    for i, (rows, cudnn) in enumerate(((1, True), (1, False), (2, True), (2, False))):
+        if not a.new_widths:
+            break
+        # widths no earlier step has seen: distinct multiples of 8 below the longest, one set per run
+        widths = [top - 8 * (1 + i + 4 * k) for k in range(a.new_widths)]
+        r = new_widths(model, cfg.vocab_size, device, rows, widths, cudnn)
+        result["new_widths"].append(r)
+        print(f"new widths {rows} row(s), cuDNN SDPA {'on ' if cudnn else 'off'}: first sight "
+              f"{r['first_median_s'] * 1e3:7.1f} ms/step, again {r['again_median_s'] * 1e3:7.1f} ms/step", flush=True)
     Path(a.out).write_text(json.dumps(result, indent=1))
     return 0
 

@@ -162,12 +162,22 @@ def first_step_fits(job, room: float, new: float, holes: float) -> bool:
 
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
             step_transient: float) -> dict[str, float]:
-    """The bytes each source churns, before its share (the fit's features): the module docstring. Not a
-    feature: "loss room", the free region the loss's blocks are served from (``loss_room``)."""
+    """The bytes each source churns, before its share (the fit's features): the module docstring. The
+    loss's are weighted by ``loss_hole_weight``. Not a feature: "loss room", the free region the loss's
+    blocks are served from (``loss_room``)."""
     gathered = g.get("stage-3 working set", 0.0)
-    loss = lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]
+    loss = (lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]) * loss_hole_weight(job)
     return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
             "first step": first_step_bytes(job, lg, step_transient, gathered), "loss room": loss_room(job, lg)}
+
+
+def loss_hole_weight(job) -> float:
+    """The share of the loss's bytes that counts as churn (``sources``): with expandable segments,
+    adapters at ZeRO stages 0-2 leave fewer holes for them than full fine-tunes do
+    (calibration.py's EXPANDABLE_ADAPTER_LOSS_WEIGHT, with the rows it comes from); 1 elsewhere."""
+    if job.expandable and job.stage < 3 and job.plan.uses_adapters():
+        return cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT
+    return 1.0
 
 
 def loss_block(job, lg: dict[str, float]) -> float:

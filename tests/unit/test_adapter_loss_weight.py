@@ -1,0 +1,60 @@
+"""Adapters' loss leaves fewer holes (core/estimate/margin.py ``loss_hole_weight``, calibration.py's
+EXPANDABLE_ADAPTER_LOSS_WEIGHT): where it applies, what it changes in a plan's margin, and the committed
+rows it was chosen on."""
+from __future__ import annotations
+
+import pytest
+
+from zerotui.core.estimate import calibration as cal
+from zerotui.core.estimate import gpu
+from zerotui.core.estimate.job import job_for
+from zerotui.core.estimate.margin import loss_hole_weight, shares
+from zerotui.core.plan.schema import Plan
+
+from estimate_shared import DEFAULT_ALLOCATOR, SPEC_1B, box_80g
+
+
+def _peak(env=None, **fields):
+    """A LoRA plan like 1b128k-lora-ho53 on the 1.1B shape unless ``fields`` say otherwise: bf16 ZeRO-2,
+    8 x 1,024 tokens, no recompute, expandable segments (zerotui's setting)."""
+    plan = dict(model="llama-1b", method="lora", precision="bf16", stage=2, micro_batch=8, grad_accum=1,
+                seq_len=1024, grad_ckpt=False, kernels="none")
+    job = job_for(Plan(**{**plan, **fields}), SPEC_1B, box_80g(), env={} if env is None else env)
+    return job, gpu.peak(job, gpu.model_states(job))
+
+
+@pytest.mark.parametrize("fields", [dict(), dict(stage=0), dict(stage=1), dict(method="qlora"),
+                                    dict(grad_ckpt=True)])
+def test_adapters_at_stages_0_to_2_count_a_share_of_the_loss_bytes(fields):
+    job, peak = _peak(**fields)
+    assert loss_hole_weight(job) == cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT < 1
+    logits = 8 * 1024 * SPEC_1B.vocab_size
+    # the unfused loss churns 12 bytes a logit (activations.logits_bytes); the weight scales what counts
+    assert peak.margin_sources["loss"] == pytest.approx(12 * logits * cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT)
+    assert peak.margin_terms["loss"] == pytest.approx(shares(True)[1] * peak.margin_sources["loss"])
+
+
+@pytest.mark.parametrize("fields,env", [
+    (dict(method="full"), None),          # full fine-tunes: the rows the share was fitted on
+    (dict(stage=3), None),                # ZeRO-3 adapters: their gathers, rows not in the set
+    (dict(), DEFAULT_ALLOCATOR),          # the default allocator's rows were not looked at
+])
+def test_elsewhere_the_loss_counts_whole(fields, env):
+    job, peak = _peak(env, **fields)
+    assert loss_hole_weight(job) == 1.0
+    assert peak.margin_sources["loss"] == pytest.approx(12 * 8 * 1024 * SPEC_1B.vocab_size)
+
+
+def test_the_weight_lowers_the_estimate_by_the_loss_terms_difference_only():
+    """Nothing but the loss term moves: the allocation and the other terms are the full weight's."""
+    job, with_weight = _peak()
+    cal_weight = cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT
+    try:
+        cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT = 1.0
+        _, whole = _peak()
+    finally:
+        cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT = cal_weight
+    assert with_weight.allocated == whole.allocated
+    drop = whole.margin - with_weight.margin
+    assert drop == pytest.approx(whole.margin_terms["loss"] * (1 - cal_weight))
+    assert drop > 0.3 * 2**30  # 0.35 x 12 bytes x 8,192 x 32,000 logits x (1 - 0.7): 0.31 GiB
