@@ -437,8 +437,9 @@ def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, s
     return folder, t0, rc, tail, watch.peak
 
 
-#: NVML's used memory on an idle H200 is 0 MiB (benchmarks/gpu_setup.sh prints it); more than this at a
-#: run's start is another process, whose memory NVML's peak would count as the run's.
+#: nvmlDeviceGetMemoryInfo reads 0.60 GiB used on the idle H200 (nvidia-smi shows 0 MiB; the seed
+#: results' gpu_used_at_start, 2026-12-04); more than this at a run's start is another process, whose
+#: memory NVML's peak would count as the run's.
 OTHERS_ON_GPU = 2**30
 
 
