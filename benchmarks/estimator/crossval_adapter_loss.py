@@ -8,8 +8,8 @@ ZeRO stages 0-2, expandable segments) are scaled, and the rows scored as fit_mar
 ``--refit`` refits the margin's other shares for each candidate on every row (which weight leaves them
 where they are). The leave-one-file-out part keeps the other shares at calibration.py's values and, for
 each result file with such rows, picks the weight on the other files and judges the file's rows with
-it: the weight is judged on rows it was not chosen on, the shares are not (crossval_margin.py does
-those, with the weight as shipped).
+it: the weight is judged on rows it was not chosen on, the shares are not, since they were fitted on
+every file (crossval_margin.py judges those, with the weight as shipped).
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.margin import loss_hole_weight
+from zerotui.core.estimate.margin import loss_hole_weighted
 
 from benchmarks.estimator import fit_margin as fm
 from benchmarks.estimator.margin_rows import all_rows
@@ -30,7 +30,7 @@ def with_weight(d: dict[str, np.ndarray], applies: np.ndarray, weight: float) ->
     """The design with the loss bytes of the rows ``applies`` marks weighted by ``weight`` instead of
     the shipped weight (``sources`` already applied it)."""
     out = {k: v.copy() for k, v in d.items()}
-    out["feats"][applies, fm.KEYS.index("loss")] *= weight / cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT
+    out["feats"][applies, fm.KEYS.index("loss")] *= weight / cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT  # never 0: a share
     return out
 
 
@@ -42,7 +42,7 @@ def counts(e: np.ndarray) -> str:
 
 def main(argv: list[str]) -> int:
     rows = fm.group(all_rows(), True)
-    applies = np.array([loss_hole_weight(r["job"]) != 1.0 for r in rows])
+    applies = np.array([loss_hole_weighted(r["job"]) for r in rows])
     files = np.array([r["file"] for r in rows])
     d = fm.design(rows)
     shipped = fm.as_array(fm.shipped(True))[None, :]
@@ -61,7 +61,8 @@ def main(argv: list[str]) -> int:
             best = cands[int(np.argmin(s))]
             print(f"  weight {w}: {fm.readable(dict(zip(fm.KEYS, best.tolist())))}, "
                   f"{counts(fm.errors(dw, best[None, :])[0])}")
-    print("\nleave one file out (the weight chosen on the other files, the other shares as shipped):")
+    print("\nthe weight held out, one file at a time (chosen on the other files; the other shares as shipped,"
+          " which were fitted on every file):")
     held: list[float] = []
     for f in sorted(set(files[applies])):
         rest = files != f
@@ -72,7 +73,7 @@ def main(argv: list[str]) -> int:
         held += e[mine].tolist()
         print(f"  {f}: weight {w} -> " + ", ".join(f"{rows[i]['id']} {e[i] * 100:+.1f}%"
                                                      for i in np.flatnonzero(mine)))
-    print(f"held out: {counts(np.array(held))}")
+    print(f"the weight held out: {counts(np.array(held))}")
     return 0
 
 

@@ -275,8 +275,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "3b-full-ho58": ("3b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=4,
                                 grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),  # c-s0-mb4-ga2
     # Held out from the adapters' loss weight (calibration.py's EXPANDABLE_ADAPTER_LOSS_WEIGHT, 2026-12-04,
-    # tenth session): unfused adapter plans, where the loss is most of the margin, on shapes and sizes
-    # the weight was not chosen on. Written down by predict.py before they ran.
+    # tenth session): new unfused adapter plans, where the loss is most of the margin (the shapes are
+    # among the 28 rows the weight was chosen on, the plans are not). Written down by predict.py before
+    # they ran.
     "1b128k-lora-ho59": ("1b128k", dict(method="lora", precision="bf16", stage=2, kernels="none", micro_batch=4,
                                         grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     "1b128k-qlora-ho60": ("1b128k", dict(method="qlora", precision="bf16", stage=2, kernels="none", micro_batch=8,
@@ -443,24 +444,40 @@ def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, s
 OTHERS_ON_GPU = 2**30
 
 
-def kill_workers(runs: Path) -> list[int]:
-    """Kill every worker under ``runs`` that is still alive; the pids killed. zerotui's worker runs in a
-    session of its own so that a run outlives its terminal, so neither a timeout here nor ``timeout``
-    killing this harness ends it. One left alone went on training on the GPU into the next device
-    command (2026-12-04: 3b-full-ho58, whose 94 GB were still in use when its re-run started)."""
+def kill_workers(runs: Path, grace_s: float = 10.0) -> list[int]:
+    """End every process under ``runs`` that is still alive, after ``grace_s`` seconds for a finishing
+    run to exit by itself; the pids killed. zerotui's worker runs in a session of its own so that a run
+    outlives its terminal, so neither a timeout here nor ``timeout`` ending this harness ends it. One left
+    alone went on training into the next device command (2026-12-04: 3b-full-ho58, 94,001 MiB still in
+    use when its re-run started). A pid counts only while its command line names the run's folder (a
+    reused pid is someone else's), and its whole session goes: before the worker's first heartbeat the
+    status names only the process that launched it. Waits for the GPU to show the memory freed."""
+    from zerotui.core.hardware.gpu_release import wait_gpu_release
     from zerotui.core.run.folder import RunPaths, pid_alive, read_status
     from zerotui.core.run.spare import cmdline
 
-    killed = []
+    mine = []
     for folder in (p for p in runs.iterdir() if p.is_dir()):
         st = read_status(RunPaths(folder))
-        for pid in {int(p) for p in (st.get("pids") or [st.get("pid")]) if p}:
-            if pid_alive(pid) and "zerotui" in cmdline(pid):
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                    killed.append(pid)
-                except OSError:
-                    pass  # gone meanwhile
+        names = {str(folder), str(folder.resolve())}
+        mine += [pid for pid in {int(p) for p in (st.get("pids") or [st.get("pid")]) if p}
+                 if pid_alive(pid) and any(n in cmdline(pid) for n in names)]
+    deadline = time.monotonic() + grace_s
+    while any(pid_alive(p) for p in mine) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    killed = []
+    for pid in (p for p in mine if pid_alive(p)):
+        try:
+            group = os.getpgid(pid)
+            if group == os.getpgid(0):  # never this harness's own group
+                os.kill(pid, signal.SIGKILL)
+            else:
+                os.killpg(group, signal.SIGKILL)
+            killed.append(pid)
+        except OSError:
+            pass  # gone meanwhile
+    if killed:
+        wait_gpu_release(killed)
     return killed
 
 
@@ -534,47 +551,52 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     cap = parse_size(a.cap) if a.cap not in ("0", "none") else 0
     work = Path(tempfile.mkdtemp(prefix="zt-seed-"))
-    models = a.models_dir or work / "models"
-    models.mkdir(parents=True, exist_ok=True)
-    # 1,000 rows: more than any scenario draws (24 steps x 2 x 8 at most); the harness tokenises them once
-    # for data_longest_tokens, which the GPU machine pays for
-    data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 1000, words=200 if a.dry_run else WORDS)
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
-                           "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
-                           # the command's own setting; each row has the one its run had
-                           "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-                           # zerotui's worker makes Adam's state at start (core/train/optimizer_state.py);
-                           # files without this key were measured when torch made it at the first step
-                           "optimizer_states_made": "before the first step",
-                           # the widest micro-batch a plan can have is min(seq_len, this rounded up to 8)
-                           "data_longest_tokens": max(row_lengths(data))}
-    for name in a.scenario:
-        shape = SCENARIOS[name][0]
-        folder = models / f"llama-{shape}"
-        if shape not in out["builds"]:
-            out["builds"][shape] = build_model_apart(shape, folder)
-            print(f"model {shape}: {out['builds'][shape]}", flush=True)
-        plan = plan_for(name, folder, data, cap, a.steps, a.log_interval)
-        runs = work / "runs"
-        runs.mkdir(exist_ok=True)
-        used_before = gpu_used_bytes()
-        run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
-        # the allocator the run had: the command's setting, else zerotui's choice for the plan
-        row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
-               **measure(run, t0, fine=fine), "gpu_used_at_start": used_before}
-        if used_before is not None and used_before > OTHERS_ON_GPU:
-            row["nvml_clean"] = False  # another process held GPU memory: NVML's peak is not the run's
-        if rc != 0:
-            row["tail"] = tail
-        # the run's end-of-run checkpoint (full fine-tunes: 16 bytes a weight) is not measured; left
-        # in place it filled the 64 GB disk after one 3B run (seed-scenarios-step-b-2026-12-04.json)
-        shutil.rmtree(run / "checkpoints", ignore_errors=True)
-        _derive(row, shape, cap)
-        out["scenarios"][name] = row
-        print(json.dumps({k: row.get(k) for k in ("state", "tokens_per_s", "mfu_spec", "peak_reserved",
-                                                  "estimate_gpu_bytes", "measured_gpu_bytes", "error_pct",
-                                                  "first_step_s")}), flush=True)
-        a.out.write_text(json.dumps(out, indent=1))
+    # the run folders (checkpoints of up to 16 bytes a weight) go when the harness ends, however it ends:
+    # left behind they filled the GPU machine's /tmp for the next command (2026-12-04, 3b-full-ho58)
+    try:
+        models = a.models_dir or work / "models"
+        models.mkdir(parents=True, exist_ok=True)
+        # 1,000 rows: more than any scenario draws (24 steps x 2 x 8 at most); the harness tokenises them once
+        # for data_longest_tokens, which the GPU machine pays for
+        data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 1000, words=200 if a.dry_run else WORDS)
+        out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
+                               "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
+                               # the command's own setting; each row has the one its run had
+                               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+                               # zerotui's worker makes Adam's state at start (core/train/optimizer_state.py);
+                               # files without this key were measured when torch made it at the first step
+                               "optimizer_states_made": "before the first step",
+                               # the widest micro-batch a plan can have is min(seq_len, this rounded up to 8)
+                               "data_longest_tokens": max(row_lengths(data))}
+        for name in a.scenario:
+            shape = SCENARIOS[name][0]
+            folder = models / f"llama-{shape}"
+            if shape not in out["builds"]:
+                out["builds"][shape] = build_model_apart(shape, folder)
+                print(f"model {shape}: {out['builds'][shape]}", flush=True)
+            plan = plan_for(name, folder, data, cap, a.steps, a.log_interval)
+            runs = work / "runs"
+            runs.mkdir(exist_ok=True)
+            used_before = gpu_used_bytes()
+            run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
+            # the allocator the run had: the command's setting, else zerotui's choice for the plan
+            row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
+                   **measure(run, t0, fine=fine), "gpu_used_at_start": used_before}
+            if used_before is not None and used_before > OTHERS_ON_GPU:
+                row["nvml_clean"] = False  # another process held GPU memory: NVML's peak is not the run's
+            if rc != 0:
+                row["tail"] = tail
+            # the run's end-of-run checkpoint (full fine-tunes: 16 bytes a weight) is not measured; left
+            # in place it filled the 64 GB disk after one 3B run (seed-scenarios-step-b-2026-12-04.json)
+            shutil.rmtree(run / "checkpoints", ignore_errors=True)
+            _derive(row, shape, cap)
+            out["scenarios"][name] = row
+            print(json.dumps({k: row.get(k) for k in ("state", "tokens_per_s", "mfu_spec", "peak_reserved",
+                                                      "estimate_gpu_bytes", "measured_gpu_bytes", "error_pct",
+                                                      "first_step_s")}), flush=True)
+            a.out.write_text(json.dumps(out, indent=1))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -139,7 +140,8 @@ def main() -> int:
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
     model.train()
     shapes = [tuple(int(x) for x in b.split("x")) for b in (a.batch or ["1x4096", "2x4096", "8x1024"])]
-    result: dict[str, Any] = {"shape": a.shape, "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
+    result: dict[str, Any] = {"command": " ".join(["python -m benchmarks.speed.attention_mask", *sys.argv[1:]]),
+                              "date": time.strftime("%Y-%m-%d"), "shape": a.shape, "gpu": torch.cuda.get_device_name() if device == "cuda" else "cpu", "torch": torch.__version__,
                               "transformers": transformers.__version__, "pad_tokens": PAD, "runs": []}
     for rows, width in shapes:
         batches = {v: inputs(v, rows, width, cfg.vocab_size, device) for v in VARIANTS}

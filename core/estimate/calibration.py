@@ -54,7 +54,7 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: 13B), predicted with those before they ran (none more than 3% short, two 5.8% and 6.9% over), and
 #: three more predicted before they ran with the refit (none more than 3% short; +13.0% on fp16 ZeRO-1, +10.8% on
 #: ZeRO-3 at 4k tokens) moved them to these, with stage 1's first-step segment made smaller (margin.py).
-#: No recompute share. The base went from 0.3 to 0.4 GiB when sweep 1's last seven rows ran
+#: No recompute share (0.05 since the tenth session's refit, below). The base went from 0.3 to 0.4 GiB when sweep 1's last seven rows ran
 #: (2026-12-03, predicted first): w8-s1-cpu-mb2 (ZeRO-1, optimizer on the CPU) came out 3.2% short, 1.34
 #: GiB beyond allocated where the margin gave 0.81. The gradient share went 0 -> 0.25 with the first-step
 #: rule (margin.first_step_fits, 2026-12-03): without the copy on the rows whose step fits, stages 1-2
@@ -110,13 +110,14 @@ EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: (LoRA, QLoRA) at ZeRO stages 0-2 (margin.loss_hole_weight): the loss share above applies to this share
 #: of them. On the 28 such rows of 2026-12-04 (tenth session: LoRA and QLoRA on the 1.1B, 7B, 13B,
 #: Qwen2, Llama-3.2-1B and 3B shapes, ZeRO-0 and 2, with and without recompute, the sweeps' harness and
-#: zerotui's worker) the loss share fitted on all rows, 0.35, left six 5.9-10.6% over (1b128k-lora-ho52
+#: zerotui's worker) the loss share fitted on all rows, 0.35, left six 6.8-10.6% over (1b128k-lora-ho52
 #: +10.0%, the pool 2.33 GiB beyond allocated where the margin gave 4.35); where the loss is most of the
 #: margin, adapters' pools held 0.16-0.28 of its bytes, full fine-tunes' 0-0.67. Weights 0.7 and 0.6 put
 #: all 28 within [-3%, +5%], 0.5 two below; 0.7 kept the lowest at -2.1% (0.6: -2.9%), and was the
 #: weight chosen each time a result file was held out. Three adapter plans then ran held out from it,
-#: predicted first (ho59-ho61: 1b128k LoRA and QLoRA at ZeRO-2, 3B LoRA at ZeRO-0): +2.8%, +5.1%, +2.6%
-#: (with the weight 1: +6.8%, +12.1%, +7.7%); after the refit they joined, +2.5% ... +4.9%
+#: predicted first (ho59-ho61: new plans on the 1b128k and 3B shapes, LoRA and QLoRA at ZeRO-2, LoRA at
+#: ZeRO-0): +2.8%, +5.1%, +2.6% (with the weight 1: +6.8%, +12.1%, +7.7%). ho60 was just outside the band;
+#: after the refit they joined (base 0.1 GiB, recompute 0.05, driven by them) +2.5% ... +4.9%
 #: (benchmarks/estimator/crossval_adapter_loss.py, benchmarks/results/estimator-adapter-loss-2026-12-04.txt,
 #: docs/estimator.md). Why adapters' loss leaves fewer holes was not traced. ZeRO-3 adapters and the
 #: default allocator keep the weight 1.

@@ -62,8 +62,8 @@ Expandable segments. zerotui runs every plan with ``expandable_segments:True`` (
 QLoRA since its 7B pairs): segments grow in place, so a block freed at one size serves a request of
 another and most holes never form. The 29 plans run that way through zerotui's worker (2026-12-02 and
 -03) held 0.07-4.04 GiB beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
-(calibration.py's EXPANDABLE_*: no base since the step's own moment is counted (0.6, then 0.7, then 0.1 GiB before: offload_norm_block, step_moment_term), the loss, gather and gradient shares, nothing for
-recompute). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
+(calibration.py's EXPANDABLE_*: a base, the loss, gather and gradient shares, and a small recompute
+share since 2026-12-04's tenth-session refit; calibration.py has each value's history). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
 the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
 whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
 copy less the 2.05 GiB of 16-bit gradients it is made from, and that is what 16-bit stage 1 gets (set
@@ -175,9 +175,12 @@ def loss_hole_weight(job) -> float:
     """The share of the loss's bytes that counts as churn (``sources``): with expandable segments,
     adapters at ZeRO stages 0-2 leave fewer holes for them than full fine-tunes do
     (calibration.py's EXPANDABLE_ADAPTER_LOSS_WEIGHT, with the rows it comes from); 1 elsewhere."""
-    if job.expandable and job.stage < 3 and job.plan.uses_adapters():
-        return cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT
-    return 1.0
+    return cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT if loss_hole_weighted(job) else 1.0
+
+
+def loss_hole_weighted(job) -> bool:
+    """Whether ``loss_hole_weight`` applies: adapters at ZeRO stages 0-2 with expandable segments."""
+    return job.expandable and job.stage < 3 and job.plan.uses_adapters()
 
 
 def loss_block(job, lg: dict[str, float]) -> float:

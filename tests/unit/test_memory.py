@@ -317,7 +317,7 @@ def test_no_seed_scenario_measured_above_its_estimate():
     assert len(zero1) == 2 and all(r["error"] <= 0.18 for r in zero1), [(r["scenario"], r["error"]) for r in zero1]
     rest = [r for r in measured if r not in held_out and r not in zero1]
     assert all(r["error"] <= 0.10 for r in rest), [(r["scenario"], r["error"]) for r in rest]
-    # every run the budget said fits under its cap ran every step (two ran them and then failed to write
+    # every run the budget said fits under its cap ran every step (three ran them and then failed to write
     # their final checkpoint: the device's disk was full)
     promised = [r for r in table if r["estimate"] <= r["cap"] and r["state"] and not r["unrun"]]
     broken = {(r["scenario"], r["file"]) for r in promised if not r["ran"]}
