@@ -284,6 +284,15 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                          grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
     "3b-lora-ho61": ("3b", dict(method="lora", precision="bf16", stage=0, kernels="none", lora_targets=ALL_LINEAR,
                                 micro_batch=2, grad_accum=2, seq_len=4096, grad_ckpt=True), "seed"),
+    # Held out from the loss weight's extension to the offloaded optimizer (calibration.py's
+    # EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT, 2026-12-04, eleventh session): full fine-tunes whose
+    # gradients go to the host as backward makes them, on the 128k vocabulary (no such row had run on
+    # it), ZeRO-2 at 4,096 tokens and ZeRO-1 in fp16 with one micro-batch a step. Written down by
+    # predict.py before they ran.
+    "1b128k-full-ho62": ("1b128k", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu",
+                                        kernels="none", micro_batch=2, grad_accum=1, seq_len=4096, grad_ckpt=True), "seed"),
+    "1b128k-full-ho63": ("1b128k", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu",
+                                        kernels="none", micro_batch=4, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

@@ -21,7 +21,7 @@ from zerotui.core.estimate.activations import (
     model_bytes_per_token,
     recompute_bytes_per_token,
 )
-from zerotui.core.estimate.job import Job, largest_trainable, persistent_params
+from zerotui.core.estimate.job import Job, largest_trainable, offload_keeps_gradients, persistent_params
 from zerotui.core.estimate.margin import (
     first_step_fits,
     fp16_offload_guard,
@@ -88,14 +88,9 @@ def _stage12(job: Job) -> ModelStates:
     buckets = (2 if job.plan.overlap_comm else 1) * p * b["reduce_bucket_size"]
     weights = {_weights_label(job): job.weight_bytes}
     if job.oo != "none":
-        # ZeRO-1 reduces gradients (and frees them) only at the accumulation boundary (DeepSpeed's
-        # stage_1_and_2.py, reduce_ready_partitions_and_remove_grads): between boundaries every weight's
-        # 16-bit gradient stays on the GPU, the optimizer on the CPU or not. Stage 2 moves them to the host
-        # as they come. Found on 1b-full-ho17/ho18 (ZeRO-1, optimizer on the CPU, 2 micro-batches a step):
-        # 2.05 and 2.29 GiB more allocated than estimated without them, 8.7% and 12.4% short. Without
-        # overlap_comm ZeRO-1 reduces nothing in backward's hooks (process_gradients), so every gradient
-        # is there at the end of backward even with one micro-batch a step (read in the source, not measured).
-        accumulating = job.stage == 1 and (job.plan.grad_accum > 1 or not job.plan.overlap_comm)
+        # offload_keeps_gradients: found on 1b-full-ho17/ho18 (ZeRO-1, optimizer on the CPU, 2 micro-batches
+        # a step): 2.05 and 2.29 GiB more allocated than estimated without them, 8.7% and 12.4% short.
+        accumulating = offload_keeps_gradients(job)
         return ModelStates({**weights,
                             "offload gradient staging": p * largest_trainable(job) + cal.OFFLOAD_GPU_EXTRA_BYTES,
                             "communication buckets": buckets},

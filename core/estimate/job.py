@@ -113,6 +113,16 @@ def sub_groups(numel: int, size: int) -> list[int]:
     return [size] * full + ([rest] if rest else [])
 
 
+def offload_keeps_gradients(job: Job) -> bool:
+    """ZeRO-1/2 with the optimizer offloaded: whether every weight's 16-bit gradient stays on the GPU
+    through backward. ZeRO-1 reduces gradients (and frees them) only at the accumulation boundary
+    (DeepSpeed's stage_1_and_2.py, reduce_ready_partitions_and_remove_grads), so between boundaries they
+    stay; without overlap_comm it reduces nothing in backward's hooks (process_gradients), so they are
+    all there at the end of backward even with one micro-batch a step (read in the source, not measured).
+    Stage 2 copies each to the host as backward reduces it (copy_grads_in_partition) and frees it."""
+    return job.stage == 1 and (job.plan.grad_accum > 1 or not job.plan.overlap_comm)
+
+
 def largest_trainable(job: Job) -> int:
     """Elements of the largest trainable tensor (the offload staging buffer is sized by it)."""
     plan, spec = job.plan, job.spec

@@ -97,7 +97,7 @@ see it), one fit per allocator; docs/estimator.md has both.
 from __future__ import annotations
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.job import largest_trainable
+from zerotui.core.estimate.job import largest_trainable, offload_keeps_gradients
 
 #: c10's CUDACachingAllocator: requests up to 10 MiB share 20 MiB segments; larger ones get their own
 #: segment (rounded to 2 MiB) when no cached block is large enough.
@@ -172,15 +172,26 @@ def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recomp
 
 
 def loss_hole_weight(job) -> float:
-    """The share of the loss's bytes that counts as churn (``sources``): with expandable segments,
-    adapters at ZeRO stages 0-2 leave fewer holes for them than full fine-tunes do
-    (calibration.py's EXPANDABLE_ADAPTER_LOSS_WEIGHT, with the rows it comes from); 1 elsewhere."""
-    return cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT if loss_hole_weighted(job) else 1.0
+    """The share of the loss's bytes that counts as churn (``sources``): with expandable segments, plans
+    whose backward makes no large gradient store on the GPU leave fewer holes for them than full
+    fine-tunes that do (``loss_hole_weighted``; calibration.py's EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT,
+    with the rows it comes from); 1 elsewhere."""
+    return cal.EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT if loss_hole_weighted(job) else 1.0
 
 
 def loss_hole_weighted(job) -> bool:
-    """Whether ``loss_hole_weight`` applies: adapters at ZeRO stages 0-2 with expandable segments."""
-    return job.expandable and job.stage < 3 and job.plan.uses_adapters()
+    """Whether ``loss_hole_weight`` applies, with expandable segments: adapters at ZeRO stages 0-2 (their
+    gradients are small), and full fine-tunes at ZeRO-1/2 with the optimizer offloaded where DeepSpeed
+    copies each gradient to the host as backward reduces it and frees it (``offload_keeps_gradients``
+    false: stage 2, and stage 1 with one micro-batch a step and overlap_comm). Full fine-tunes elsewhere
+    keep 16-bit gradients made during backward: every weight's at stage 0 and at stage 1 between
+    accumulation boundaries, and at stage 2 the partition's flat buffer (``grads_in_partition``), made
+    inside step 0's backward. ZeRO-3 was not looked at."""
+    if not job.expandable or job.stage == 3:
+        return False
+    if job.plan.uses_adapters():
+        return True
+    return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
 
 
 def loss_block(job, lg: dict[str, float]) -> float:

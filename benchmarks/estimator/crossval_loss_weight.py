@@ -1,10 +1,14 @@
-"""The adapters' loss weight (calibration.py's EXPANDABLE_ADAPTER_LOSS_WEIGHT) chosen and judged.
+"""The loss weight where backward makes no large gradient store (calibration.py's
+EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT) chosen and judged.
 
-    python -m benchmarks.estimator.crossval_adapter_loss            # ~2 min
-    python -m benchmarks.estimator.crossval_adapter_loss --refit    # also refits the shares per weight (~1 min each)
+    python -m benchmarks.estimator.crossval_loss_weight            # ~2 min
+    python -m benchmarks.estimator.crossval_loss_weight --refit    # also refits the shares per weight (~1 min each)
 
-For each candidate weight the loss bytes of the rows it applies to (margin.loss_hole_weight: adapters,
-ZeRO stages 0-2, expandable segments) are scaled, and the rows scored as fit_margin.py scores them.
+For each candidate weight the loss bytes of the rows it applies to (margin.loss_hole_weighted: adapters
+at ZeRO stages 0-2, and full fine-tunes at ZeRO-1/2 whose offloaded optimizer takes each gradient off the
+GPU as it comes; expandable segments) are scaled, and the rows scored as fit_margin.py scores them. The
+two sets are scored together and apart (the weight was chosen on adapters, 2026-12-04, tenth session, and
+extended to the offloaded optimizer unchanged in the eleventh).
 ``--refit`` refits the margin's other shares for each candidate on every row (which weight leaves them
 where they are). The leave-one-file-out part keeps the other shares at calibration.py's values and, for
 each result file with such rows, picks the weight on the other files and judges the file's rows with
@@ -30,7 +34,7 @@ def with_weight(d: dict[str, np.ndarray], applies: np.ndarray, weight: float) ->
     """The design with the loss bytes of the rows ``applies`` marks weighted by ``weight`` instead of
     the shipped weight (``sources`` already applied it)."""
     out = {k: v.copy() for k, v in d.items()}
-    out["feats"][applies, fm.KEYS.index("loss")] *= weight / cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT  # never 0: a share
+    out["feats"][applies, fm.KEYS.index("loss")] *= weight / cal.EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT  # never 0: a share
     return out
 
 
@@ -46,11 +50,14 @@ def main(argv: list[str]) -> int:
     files = np.array([r["file"] for r in rows])
     d = fm.design(rows)
     shipped = fm.as_array(fm.shipped(True))[None, :]
-    print(f"{int(applies.sum())} of {len(rows)} expandable rows have the weight (adapters, ZeRO-0 to 2)")
+    adapters = np.array([r["job"].plan.uses_adapters() for r in rows]) & applies
+    print(f"{int(applies.sum())} of {len(rows)} expandable rows have the weight: {int(adapters.sum())} adapters "
+          f"(ZeRO-0 to 2), {int((applies & ~adapters).sum())} full fine-tunes with the optimizer offloaded")
     print("\nall rows, the other shares as shipped:")
     for w in CANDIDATES:
         e = fm.errors(with_weight(d, applies, w), shipped)[0]
-        print(f"  weight {w}: all rows {counts(e)}; the weighted rows {counts(e[applies])}")
+        print(f"  weight {w}: all rows {counts(e)}; adapters {counts(e[adapters])}; "
+              f"offloaded {counts(e[applies & ~adapters])}")
     if "--refit" in argv:
         print("\nall rows, the shares refitted for each weight:")
         for w in CANDIDATES:
@@ -74,6 +81,12 @@ def main(argv: list[str]) -> int:
         print(f"  {f}: weight {w} -> " + ", ".join(f"{rows[i]['id']} {e[i] * 100:+.1f}%"
                                                      for i in np.flatnonzero(mine)))
     print(f"the weight held out: {counts(np.array(held))}")
+    offloaded = applies & ~adapters
+    scores = [fm.score(fm.errors(with_weight(d, applies, w), shipped)[:, ~offloaded])[0] for w in CANDIDATES]
+    w = CANDIDATES[int(np.argmin(scores))]
+    e = fm.errors(with_weight(d, applies, w), shipped)[0]
+    print(f"\nthe offloaded rows held out together: weight {w} chosen without them -> {counts(e[offloaded])}; "
+          f"with the weight 1: {counts(fm.errors(with_weight(d, offloaded, 1.0), shipped)[0][offloaded])}")
     return 0
 
 
