@@ -274,7 +274,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),  # b3-s3-mb4-ckpt
     "3b-full-ho58": ("3b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=4,
                                 grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),  # c-s0-mb4-ga2
-    # Held out from the adapters' loss weight (calibration.py's EXPANDABLE_ADAPTER_LOSS_WEIGHT, 2026-12-04,
+    # Held out from the adapters' loss weight (calibration.py's EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT, 2026-12-04,
     # tenth session): new unfused adapter plans, where the loss is most of the margin (the shapes are
     # among the 28 rows the weight was chosen on, the plans are not). Written down by predict.py before
     # they ran.

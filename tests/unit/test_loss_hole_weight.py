@@ -1,6 +1,8 @@
-"""Adapters' loss leaves fewer holes (core/estimate/margin.py ``loss_hole_weight``, calibration.py's
-EXPANDABLE_ADAPTER_LOSS_WEIGHT): where it applies and what it changes in a plan's margin. The committed
-rows it was chosen on are checked in tests/unit/test_margin.py (every one within [-3%, +5%])."""
+"""The loss leaves fewer holes where backward makes no large gradient store (core/estimate/margin.py
+``loss_hole_weight``, calibration.py's EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT): adapters, and full
+fine-tunes whose offloaded optimizer takes each gradient off the GPU. Where it applies and what it
+changes in a plan's margin. The committed rows it was chosen on are checked in tests/unit/test_margin.py
+(every one within [-3%, +5%])."""
 from __future__ import annotations
 
 import pytest
@@ -23,19 +25,25 @@ def _peak(env=None, **fields):
     return job, gpu.peak(job, gpu.model_states(job))
 
 
-@pytest.mark.parametrize("fields", [dict(), dict(stage=0), dict(stage=1), dict(method="qlora"),
-                                    dict(grad_ckpt=True)])
-def test_adapters_at_stages_0_to_2_count_a_share_of_the_loss_bytes(fields):
+@pytest.mark.parametrize("fields", [
+    dict(), dict(stage=0), dict(stage=1), dict(method="qlora"), dict(grad_ckpt=True),
+    # full fine-tunes whose gradients DeepSpeed copies to the host as backward reduces them
+    dict(method="full", offload_optimizer="cpu"),
+    dict(method="full", stage=1, offload_optimizer="cpu"),  # one micro-batch a step, overlap_comm
+])
+def test_plans_without_a_gradient_store_count_a_share_of_the_loss_bytes(fields):
     job, peak = _peak(**fields)
-    assert loss_hole_weight(job) == cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT < 1
+    assert loss_hole_weight(job) == cal.EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT < 1
     logits = 8 * 1024 * SPEC_1B.vocab_size
     # the unfused loss churns 12 bytes a logit (activations.logits_bytes); the weight scales what counts
-    assert peak.margin_sources["loss"] == pytest.approx(12 * logits * cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT)
+    assert peak.margin_sources["loss"] == pytest.approx(12 * logits * cal.EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT)
     assert peak.margin_terms["loss"] == pytest.approx(shares(True)[1] * peak.margin_sources["loss"])
 
 
 @pytest.mark.parametrize("fields,env", [
     (dict(method="full"), None),          # full fine-tunes: the rows the share was fitted on
+    (dict(method="full", offload_optimizer="cpu", stage=1, grad_accum=2), None),  # ZeRO-1 accumulates them
+    (dict(method="full", offload_optimizer="cpu", stage=1, overlap_comm=False), None),  # reduced after backward
     (dict(stage=3), None),                # ZeRO-3 adapters: their gathers, rows not in the set
     (dict(), DEFAULT_ALLOCATOR),          # the default allocator's rows were not looked at
 ])
@@ -48,8 +56,8 @@ def test_elsewhere_the_loss_counts_whole(fields, env):
 def test_the_weight_lowers_the_estimate_by_the_loss_terms_difference_only(monkeypatch):
     """Nothing but the loss term moves: the allocation and the other terms are the full weight's."""
     job, with_weight = _peak()
-    cal_weight = cal.EXPANDABLE_ADAPTER_LOSS_WEIGHT
-    monkeypatch.setattr(cal, "EXPANDABLE_ADAPTER_LOSS_WEIGHT", 1.0)
+    cal_weight = cal.EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT
+    monkeypatch.setattr(cal, "EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT", 1.0)
     _, whole = _peak()
     assert with_weight.allocated == whole.allocated
     others = lambda p: {k: v for k, v in p.margin_terms.items() if k != "loss"}  # noqa: E731

@@ -33,8 +33,10 @@ if line:
     held = sorted(p.name for p in ranks.glob("*.json"))  # what the run folder held when the worker heard
     ranks.mkdir(exist_ok=True)
     (ranks / "rank-0.json").write_text(json.dumps({"rank": 0, "pid": os.getpid()}))  # as record_start does
-    pathlib.Path(claim["run"], "claim-seen.json").write_text(
-        json.dumps({**claim, "pid": os.getpid(), "ranks_held": held}))
+    # written whole then renamed: the test reads it as soon as the name exists
+    tmp = pathlib.Path(claim["run"], "claim-seen.json.tmp")
+    tmp.write_text(json.dumps({**claim, "pid": os.getpid(), "ranks_held": held}))
+    tmp.rename(tmp.with_suffix(""))
 """
 
 
