@@ -128,7 +128,9 @@ EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: and the worker) were five over, up to +10.2% (a-s2-cpu-mb16-ckpt), and all came within, -2.2% ...
 #: +4.5%; ZeRO-1's two that stream their gradients (one micro-batch a step) stay within (+2.2% -> +1.2%,
 #: +4.1% -> +0.6%); the refit did not move the other shares. ZeRO-1 rows that accumulate keep the weight 1
-#: (ho17, ho18, ho34, ho35: over by their gradient term, not the loss's; docs/estimator.md).
+#: (ho17, ho18, ho34, ho35: over by their gradient term, not the loss's; docs/estimator.md). Two plans held
+#: out from the extension, predicted first (ho62 bf16 ZeRO-2 and ho63 fp16 ZeRO-1 on the 128k vocabulary,
+#: the optimizer on the CPU), came out -0.4% and -0.4% (+5.0% with the weight 1).
 #: (benchmarks/estimator/crossval_loss_weight.py, benchmarks/results/estimator-loss-weight-2026-12-04.txt,
 #: docs/estimator.md). Why a gradient store makes the loss's holes larger was not traced in an allocator
 #: history. ZeRO-3 and the default allocator keep the weight 1.
