@@ -113,7 +113,9 @@ async def test_control_keys_write_control_jsonl_and_show_the_ack(tmp_path):
         await pilot.press("s")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="stop confirmation")
         await pilot.press("y")
-        await pilot.pause(0.1)
+        # the stop is written once the confirmation closes: wait for it, not a fixed pause (a loaded
+        # 2-core machine once read the file before it)
+        await wait_for(pilot, lambda: len(control_lines(paths)) >= 3, what="three control lines")
         sent = control_lines(paths)
         assert [c["command"] for c in sent] == ["pause", "checkpoint", "stop"]
         assert all(c["by"] == "dashboard" and c["id"] for c in sent)
@@ -138,7 +140,7 @@ async def test_stop_now_after_confirmation(tmp_path):
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="confirmation")
         assert "step 500" in text_of(app.screen.query_one("#confirm-message"))  # what would be lost
         await pilot.press("y")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: control_lines(paths), what="the stop-now line")
         assert [c["command"] for c in control_lines(paths)] == ["stop-now"]
         assert screen.check_action("stop_now", ()) is True
 

@@ -289,7 +289,7 @@ def test_a_sweep_keeps_a_spare_only_for_trials_one_can_serve(tmp_path, monkeypat
         time.sleep(0.05)
     assert [s.supervisor for s in sp.list_spares()] == [started.supervisor]
     on_cpu.close()
-    assert _gone(started.supervisor) and sp.list_spares() == [] and "ended with the sweep" in said[-1]
+    assert _gone(started.supervisor, timeout=30) and sp.list_spares() == [] and "ended with the sweep" in said[-1]
 
 
 def test_a_sweep_ending_at_once_still_ends_the_spare_it_started(tmp_path, monkeypatch):
@@ -302,7 +302,7 @@ def test_a_sweep_ending_at_once_still_ends_the_spare_it_started(tmp_path, monkey
     started = keeper.started
     assert started is not None
     keeper.close()  # before the spare has listed itself
-    assert _gone(started.supervisor) and sp.list_spares() == []
+    assert _gone(started.supervisor, timeout=30) and sp.list_spares() == []
 
 
 def test_a_sweep_uses_a_spare_already_up_and_leaves_it_to_whoever_started_it(tmp_path, monkeypatch):
