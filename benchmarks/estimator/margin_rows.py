@@ -65,12 +65,11 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
 
 def seed_rows() -> list[dict[str, Any]]:
     from benchmarks.seed_scenarios.run import ran_seq_len
-    from benchmarks.seed_scenarios.table import ran_every_step
+    from benchmarks.seed_scenarios.table import ran_every_step, run_nvml
 
     out = []
     for f in sorted(RESULTS.glob("seed-scenarios-*.json")):
         data = json.loads(f.read_text())
-        clean = "seed-scenarios-c" in f.name or data.get("nvml_clean")
         for name, r in data["scenarios"].items():
             if not r.get("peak_reserved") or (r.get("state") == "failed" and not ran_every_step(r)):
                 continue
@@ -80,7 +79,7 @@ def seed_rows() -> list[dict[str, Any]]:
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
-                        "nvml": r.get("nvml_used_max") if clean and r.get("nvml_clean", True) else None,
+                        "nvml": run_nvml(f.name, data, r),
                         **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")))})
     return out
 

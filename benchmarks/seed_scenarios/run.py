@@ -492,16 +492,15 @@ def kill_workers(runs: Path, grace_s: float = 10.0) -> list[int]:
 
 def gpu_used_bytes() -> Optional[int]:
     """NVML's used memory on GPU 0 now (None without NVML): what other processes hold before a run."""
-    try:
-        import pynvml
+    from zerotui.core.hardware.nvml import NvmlSession
 
-        pynvml.nvmlInit()
-        try:
-            return int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).used)
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVML, no GPU (the CPU dry run)
-        return None
+    nv = NvmlSession()
+    try:
+        handle, _ = nv.call("nvmlDeviceGetHandleByIndex", 0) if nv.ok else (None, "")
+        mem, _ = nv.call("nvmlDeviceGetMemoryInfo", handle) if handle is not None else (None, "")
+        return int(mem.used) if mem is not None else None
+    finally:
+        nv.close()
 
 
 def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[int] = None) -> dict[str, Any]:

@@ -14,8 +14,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Optional
 
 GIB = 2**30
+
+
+def run_nvml(file_name: str, data: dict, row: dict) -> Optional[int]:
+    """NVML's peak for a result row where NVML saw that run alone, else None. Since results c the
+    harness builds models in a child process (the file's "nvml_clean"); a row whose GPU held another
+    process's memory at its start is marked ``nvml_clean: false`` (run.py's gpu_used_at_start)."""
+    clean = "seed-scenarios-c-" in str(file_name) or data["command"].count("seed-c") or data.get("nvml_clean")
+    return row.get("nvml_used_max") if clean and row.get("nvml_clean", True) else None
 
 
 def rows(files: list[str]) -> list[dict]:
@@ -30,8 +39,6 @@ def rows(files: list[str]) -> list[dict]:
     out = []
     for f in files:
         data = json.loads(Path(f).read_text())
-        # Since results c the harness builds models in a child process, so NVML sees the run alone.
-        clean_nvml = data["command"].count("seed-c") or "seed-scenarios-c" in f or data.get("nvml_clean")
         for name, r in data["scenarios"].items():
             shape = name.split("-")[0]
             spec = _llama_family_spec(f"llama-{shape}", {"model_type": "llama", **SHAPES[shape]}, "run.py SHAPES")
@@ -46,7 +53,7 @@ def rows(files: list[str]) -> list[dict]:
             p = plan_from_dict({"kernels": "none", **plan})
             b = estimate(p, hw, spec, env=env)
             reserved = r.get("peak_reserved")
-            nvml = r.get("nvml_used_max") if clean_nvml and r.get("nvml_clean", True) else None
+            nvml = run_nvml(f, data, r)
             measured = nvml or (reserved + context_bytes(p) if reserved else None)
             # A plan forced past the budget (7b-lora-oom) measures nothing: its check is that it ended out
             # of memory under the cap, reported like any OOM.
