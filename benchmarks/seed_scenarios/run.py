@@ -293,6 +293,27 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                         kernels="none", micro_batch=2, grad_accum=1, seq_len=4096, grad_ckpt=True), "seed"),
     "1b128k-full-ho63": ("1b128k", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu",
                                         kernels="none", micro_batch=4, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    # Held out from everything (2026-12-04, twelfth session): the jobs users bring on the cards they have,
+    # as `fit` picks them with zerotui's defaults (Liger kernels, expandable segments) under each card's
+    # memory. The cap is the card: 48 GiB (an RTX 6000 Ada / A6000), 24 GiB (an RTX 4090), 16 GiB (an
+    # RTX 4060 Ti 16 GB / T4), 12 GiB (an RTX 3060 / 4070), 80 GiB (an A100 / H100). Written down by
+    # predict.py before they ran.
+    "7b-lora-fit48": ("7b", dict(method="lora", precision="bf16", stage=2, micro_batch=4, grad_accum=4,
+                                 seq_len=2048, grad_ckpt=True), "fit"),
+    "7b-qlora-fit12-s2048": ("7b", dict(method="qlora", precision="bf16", stage=0, lora_targets=ALL_LINEAR,
+                                        micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "fit"),
+    "13b-qlora-fit16": ("13b", dict(method="qlora", precision="bf16", stage=0, lora_targets=ALL_LINEAR,
+                                    micro_batch=4, grad_accum=4, seq_len=1024, grad_ckpt=True), "fit"),
+    "7b-lora-fit24-s4096": ("7b", dict(method="lora", precision="bf16", stage=2, micro_batch=2, grad_accum=4,
+                                       seq_len=4096, grad_ckpt=True), "fit"),
+    "3b-full-fit24": ("3b", dict(method="full", precision="bf16", stage=2, micro_batch=4, grad_accum=4,
+                                 seq_len=2048, grad_ckpt=True), "fit"),
+    "3b-full-fit80": ("3b", dict(method="full", precision="bf16", stage=2, micro_batch=4, grad_accum=4,
+                                 seq_len=2048, grad_ckpt=True), "fit"),
+    "1b128k-full-fit24": ("1b128k", dict(method="full", precision="bf16", stage=2, micro_batch=2, grad_accum=4,
+                                         seq_len=4096, grad_ckpt=True), "fit"),
+    "1b128k-lora-fit16-s8192": ("1b128k", dict(method="lora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
+                                               micro_batch=1, grad_accum=8, seq_len=8192, grad_ckpt=True), "fit"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
@@ -342,12 +363,12 @@ def build_model_apart(shape: str, folder: Path) -> dict[str, Any]:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-#: Words a row: about 7,800 tokens, so every scenario's micro-batches are as wide as its seq_len (rows
-#: are cut to it). Until the ninth session (2026-12-04) rows were 1,400 words, 3,539-3,763 tokens, so a
+#: Words a row: about 8,300 tokens, so every scenario's micro-batches are as wide as its seq_len (rows
+#: are cut to it; 3,000 words, ~7,800 tokens, until the twelfth session's 8,192-token plan). Until the ninth session (2026-12-04) rows were 1,400 words, 3,539-3,763 tokens, so a
 #: 4,096-token plan ran narrower micro-batches (the collator pads to the batch's longest row):
 #: 1b128k-full-ho56's allocator history has 7,312 tokens in a 2-row micro-batch
 #: (benchmarks/results/memsnap-1b128k-ho56-2026-12-04.txt). ``ran_seq_len`` rebuilds those runs' widths.
-WORDS = 3000
+WORDS = 3200
 LEGACY_WORDS = 1400
 
 
