@@ -544,6 +544,11 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
     # where it made none (CPU Adam, a resume) or ran before it existed
     made = next((e["message"] for e in evs if e["type"] == "log"
                  and str(e.get("message", "")).startswith("optimizer state made before the first step")), None)
+    # host memory from the same telemetry: the run's processes (rss) before and from the end's checkpoint
+    # save on, and the machine's used RAM (what the OOM killer weighs)
+    saving = next((e["t"] for e in reversed(evs) if e["type"] == "phase" and e.get("name") == "saving checkpoint"),
+                  None)
+    top = lambda key, es: max((e[key] for e in es if isinstance(e.get(key), int)), default=None)  # noqa: E731
     return {
         "state": fin.get("state"), "reason": fin.get("reason"), "steps": len(steps),
         "tokens_per_s": med("tokens_per_s"), "tflops_per_gpu": med("tflops"), "step_time_s": med("step_time"),
@@ -557,6 +562,10 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
         "first_step_s": round(steps[0]["t"] - t0, 1) if steps else None,
         "params_total": started.get("params_total"), "params_trainable": started.get("params_trainable"),
         "optimizer_state_made": made,
+        "host_rss_max": top("rss", tele), "host_ram_used_max": top("ram_used", tele),
+        "host_ram_total": top("ram_total", tele),
+        "host_rss_max_training": top("rss", [e for e in tele if saving is None or e["t"] < saving]),
+        "host_rss_max_saving": top("rss", [e for e in tele if saving is not None and e["t"] >= saving]),
     }
 
 
@@ -607,10 +616,14 @@ def main() -> int:
             runs = work / "runs"
             runs.mkdir(exist_ok=True)
             used_before = gpu_used_bytes()
+            import psutil  # what the machine had free for the run's host memory (model folders in /dev/shm count)
+
+            ram_free = int(psutil.virtual_memory().available)
             run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
             # the allocator the run had: the command's setting, else zerotui's choice for the plan
             row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
-                   **measure(run, t0, fine=fine), "gpu_used_at_start": used_before}
+                   **measure(run, t0, fine=fine), "gpu_used_at_start": used_before,
+                   "ram_available_at_start": ram_free}
             if used_before is not None and used_before > OTHERS_ON_GPU:
                 row["nvml_clean"] = False  # another process held GPU memory: NVML's peak is not the run's
             if rc != 0:
