@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from benchmarks.estimator.paths import REPO, ensure_zerotui_importable
 
@@ -46,13 +46,15 @@ def _seed_shape(name: str) -> dict[str, Any]:
     return {"model_type": "llama", **SHAPES[name]}
 
 
-def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True) -> dict[str, Any]:
+def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True,
+               masked: Optional[bool] = None) -> dict[str, Any]:
     """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
     is for the allocator that was measured. ``saves``: whether the process saved a checkpoint (zerotui's
-    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py)."""
+    worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py).
+    ``masked``: whether the run's attention had a padding mask (seed_scenarios/run.py ran_masked)."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
-    job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf})
+    job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf}, masked=masked)
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
@@ -64,7 +66,7 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
 
 
 def seed_rows() -> list[dict[str, Any]]:
-    from benchmarks.seed_scenarios.run import ran_seq_len
+    from benchmarks.seed_scenarios.run import ran_masked, ran_seq_len
     from benchmarks.seed_scenarios.table import ran_every_step, run_nvml
 
     out = []
@@ -80,7 +82,8 @@ def seed_rows() -> list[dict[str, Any]]:
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": run_nvml(f.name, data, r),
-                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")))})
+                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")),
+                                     masked=ran_masked(r["plan"], data))})
     return out
 
 

@@ -405,11 +405,42 @@ def ran_seq_len(plan: dict[str, Any], data: dict[str, Any]) -> int:
     return min(seq, -(-max(widths) // 8) * 8)
 
 
-@functools.lru_cache(maxsize=None)
+def ran_masked(plan: dict[str, Any], data: dict[str, Any]) -> Optional[bool]:
+    """True where a run's attention got a padding mask that today's zerotui would not give it: files
+    without ``padding_masked: false`` ran before collate left the Llama family's padding unmasked
+    (2026-12-04, twelfth session, core/data/tokenise.py), and their micro-batches were masked where
+    they mixed row lengths. The micro-batches are rebuilt as ``ran_seq_len`` rebuilds them, from the
+    rows the file's data had (legacy rows, or ``data_words``-word rows); files with neither ran rows
+    that filled every plan. None: the estimator's own rule (core/estimate/job.py attention_masked)."""
+    if plan.get("packing") or plan["micro_batch"] < 2 or data.get("padding_masked", True) is False:
+        return None
+    seq = plan["seq_len"]
+    if "data_longest_tokens" not in data:
+        lengths = _legacy_lengths(seq)
+    elif "data_words" in data:
+        lengths = _lengths(data["data_words"], data["data_rows"], seq)
+    else:
+        return None
+    from zerotui.core.data.sampler import DataOrder
+
+    order = DataOrder(len(lengths), plan["micro_batch"], 1, 0, plan.get("seed", 0))
+    for _ in range(plan["max_steps"] * plan["grad_accum"]):
+        drawn = [lengths[i] for i in order.next()]
+        if min(drawn) != max(drawn):
+            return True
+    return None
+
+
 def _legacy_lengths(seq_len: int) -> tuple[int, ...]:
     """The rows every result file before ``data_longest_tokens`` ran on (``row_lengths``)."""
-    with tempfile.TemporaryDirectory(prefix="zt-legacy-") as tmp:
-        return row_lengths(write_data(Path(tmp) / "data.jsonl", rows=4000, words=LEGACY_WORDS), seq_len)
+    return _lengths(LEGACY_WORDS, 4000, seq_len)
+
+
+@functools.lru_cache(maxsize=None)
+def _lengths(words: int, rows: int, seq_len: int) -> tuple[int, ...]:
+    """The token lengths of ``write_data``'s rows (seeded: the same rows every time), cut at ``seq_len``."""
+    with tempfile.TemporaryDirectory(prefix="zt-rows-") as tmp:
+        return row_lengths(write_data(Path(tmp) / "data.jsonl", rows=rows, words=words), seq_len)
 
 
 def write_data(path: Path, rows: int = 4000, words: int = WORDS) -> Path:
@@ -596,7 +627,8 @@ def main() -> int:
         models.mkdir(parents=True, exist_ok=True)
         # 1,000 rows: more than any scenario draws (24 steps x 2 x 8 at most); the harness tokenises them once
         # for data_longest_tokens, which the GPU machine pays for
-        data = write_data(work / "data.jsonl", rows=400 if a.dry_run else 1000, words=200 if a.dry_run else WORDS)
+        rows, words = (400, 200) if a.dry_run else (1000, WORDS)
+        data = write_data(work / "data.jsonl", rows=rows, words=words)
         out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "host": platform.node(), "cap_bytes": cap, "nvml_clean": True,
                                "command": " ".join(sys.argv), "versions": _versions(), "builds": {}, "scenarios": {},
                                # the command's own setting; each row has the one its run had
@@ -605,7 +637,11 @@ def main() -> int:
                                # files without this key were measured when torch made it at the first step
                                "optimizer_states_made": "before the first step",
                                # the widest micro-batch a plan can have is min(seq_len, this rounded up to 8)
-                               "data_longest_tokens": max(row_lengths(data))}
+                               "data_longest_tokens": max(row_lengths(data)),
+                               # how the rows were made (ran_masked rebuilds the micro-batches from them)
+                               "data_words": words, "data_rows": rows,
+                               # collate leaves the Llama family's padding unmasked (core/data/tokenise.py)
+                               "padding_masked": False}
         for name in a.scenario:
             shape = SCENARIOS[name][0]
             folder = models / f"llama-{shape}"

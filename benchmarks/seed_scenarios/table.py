@@ -34,7 +34,7 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.model.spec import _llama_family_spec
     from zerotui.core.plan.schema import plan_from_dict
 
-    from benchmarks.seed_scenarios.run import SHAPES, ran_seq_len
+    from benchmarks.seed_scenarios.run import SHAPES, ran_masked, ran_seq_len
 
     out = []
     for f in files:
@@ -51,7 +51,8 @@ def rows(files: list[str]) -> list[dict]:
             # core/plan/allocator.py had.
             env = {"PYTORCH_CUDA_ALLOC_CONF": r.get("alloc_conf", data.get("alloc_conf", ""))}
             p = plan_from_dict({"kernels": "none", **plan})
-            b = estimate(p, hw, spec, env=env)
+            # padded micro-batches masked as the run had them (ran_masked), not as zerotui runs them now
+            b = estimate(p, hw, spec, env=env, masked=ran_masked(r["plan"], data))
             reserved = r.get("peak_reserved")
             nvml = run_nvml(f, data, r)
             measured = nvml or (reserved + context_bytes(p) if reserved else None)

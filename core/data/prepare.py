@@ -98,15 +98,18 @@ class PreparedData:
     seq_len: int
     #: The plan's attention kernel (sdpa, eager, flash): packed batches for flash carry varlen boundaries.
     attention: str = "sdpa"
+    #: Unpacked batches leave the padding unmasked (``collate``'s ``causal``): set by the trainer once it
+    #: knows the model is of the Llama family (core/train/engine.py).
+    causal: bool = False
 
     def batch(self, which: TokenSet, indices: list[int]) -> dict[str, Any]:
-        """The model inputs of a micro-batch: ``collate`` (with ``attention_mask``) for unpacked sets,
-        ``collate_packed`` (``position_ids`` per document and a ``token_count`` entry that is no model
-        input) for packed ones."""
+        """The model inputs of a micro-batch: ``collate`` (with ``attention_mask``, or a ``token_count``
+        entry that is no model input where ``causal``) for unpacked sets, ``collate_packed``
+        (``position_ids`` per document and a ``token_count``) for packed ones."""
         if which.packed:
             rows = [(*which.example(i), which.positions(i)) for i in indices]
             return collate_packed(rows, self.pad_id, self.seq_len, flash=self.attention == "flash")
-        return collate([which.example(i) for i in indices], self.pad_id, self.seq_len)
+        return collate([which.example(i) for i in indices], self.pad_id, self.seq_len, causal=self.causal)
 
 
 def cache_dir() -> Path:

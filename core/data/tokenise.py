@@ -196,9 +196,19 @@ def pack_groups(lengths: list[int], seq_len: int) -> list[int]:
 
 
 def collate(batch: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int, seq_len: int,
-            multiple: int = 8) -> dict[str, torch.Tensor]:
+            multiple: int = 8, causal: bool = False) -> dict[str, Any]:
     """Pad a micro-batch to its longest example (rounded up to ``multiple``, at most ``seq_len``), or not at
     all when its rows are one length.
+
+    ``causal``: the model's attention is causal and nothing else reads the mask (the Llama family:
+    ``core/model/spec.py`` LLAMA_FAMILY), so the padding needs none. It sits after each row's tokens,
+    where causal attention never lets a real token see it, and its labels are IGNORE, so the loss and
+    every gradient are those of the masked batch (tests/unit/test_causal_padding.py). The batch then
+    carries its token count (``TOKEN_COUNT``, no model input) instead of ``attention_mask``. Without a
+    mask transformers keeps SDPA's causal path: no (micro-batch, 1, s, s) mask, no copies of the keys
+    and values repeated for grouped-query attention (0.5 GiB at 4 x 8,192 tokens on Llama-3.2-1B's
+    shape, benchmarks/results/memsnap-1b128k-lora-s8192-2026-12-04.txt), and the flash or cuDNN
+    kernels, which a masked step lost 8-24% of its time to (benchmarks/speed/attention_mask.py).
 
     Padding to the batch rather than to ``seq_len`` is what keeps short-row data fast; the multiple of
     8 keeps matrix shapes friendly to tensor cores. Rows of one length (a micro-batch of one row, or rows
@@ -218,6 +228,8 @@ def collate(batch: list[tuple[torch.Tensor, torch.Tensor]], pad_id: int, seq_len
         input_ids[row, :k] = ids
         labels[row, :k] = lab
         mask[row, :k] = 1
+    if causal:
+        return {"input_ids": input_ids, "labels": labels, TOKEN_COUNT: int(sum(min(k, width) for k in lengths))}
     return {"input_ids": input_ids, "labels": labels, "attention_mask": mask}
 
 

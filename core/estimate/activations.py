@@ -14,6 +14,14 @@ Counted the way autograd keeps tensors for backward, op by op, in a decoder laye
              kernel keeps a bool mask; p bytes on the CPU) and its output (p·in) for lora_A, and
              lora_B keeps lora_A's output (p·r); with dropout 0 lora_A keeps the (shared) input itself.
     checkpointing (one checkpoint per decoder layer, non-reentrant): only the layer input (p·h).
+    an explicit mask (``masked``: packed batches with SDPA or eager attention, whose block-diagonal mask
+             transformers materialises; zerotui's unpacked Llama-family batches have none, see
+             core/data/tokenise.py's collate): the mask itself, one for the whole model (s bytes per
+             token as SDPA's bool, p·s for eager's additive one), and SDPA then gets keys and values
+             repeated to every head (transformers' repeat_kv: grouped-query attention runs natively only
+             without a mask), so a layer keeps p·2h of them instead of p·2h_kv (measured: 0.25 GiB of
+             mask and 0.25 GiB of repeated keys and values at 4 x 8,192 tokens on Llama-3.2-1B's shape,
+             benchmarks/results/memsnap-1b128k-lora-s8192-2026-12-04.txt).
 
 For a full fine-tune in 16 bits this is s·b·(20h + 4h_kv + 8I + 4·heads) bytes per layer, plus 8h per
 token after the last layer (final norm and the head's input). benchmarks/results/estimator-*.json
@@ -51,7 +59,7 @@ class LoraShape:
 
 def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
                           first_layer_input_frozen: bool = False, frozen_keeps_input: bool = False,
-                          liger: bool = False) -> float:
+                          liger: bool = False, masked: bool = False) -> float:
     """Bytes kept for backward by one decoder layer, per token, without checkpointing.
 
     ``frozen_keeps_input``: ZeRO-3 replaces torch.nn.functional.linear with its own autograd function
@@ -64,8 +72,8 @@ def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
     norm_first = 0.0 if first_layer_input_frozen else norm  # LoRA: nothing upstream needs a gradient
     if attention == "eager":
         attn = 4 * p * h + (4 + (p if p < 4 else 0)) * heads * seq_len
-    else:  # sdpa / flash: q, k, v, out + fp32 logsumexp
-        attn = p * (2 * h + 2 * hkv) + 4 * heads
+    else:  # sdpa / flash: q, k, v, out + fp32 logsumexp; with a mask k and v repeated to every head
+        attn = p * (2 * h + 2 * (h if masked else hkv)) + 4 * heads
     if full:
         attn_in = p * h                       # q/k/v share their input
         mlp = p * h + (3 if liger else 4) * p * inter  # gate/up input, silu(gate), gate, up, down's input
@@ -90,12 +98,19 @@ def layer_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
     return norm_first + norm + attn + mlp + kept + extra
 
 
+def mask_bytes_per_token(p: int, attention: str, seq_len: int, masked: bool) -> float:
+    """The explicit attention mask, (micro-batch, 1, s, s): s bytes a token (SDPA's bool), p·s (eager's)."""
+    return 0.0 if not masked else float(seq_len) * (p if attention == "eager" else 1)
+
+
 def model_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
                           grad_ckpt: bool, frozen_keeps_input: bool = False, liger: bool = False,
-                          fused_ce: bool = False) -> float:
+                          fused_ce: bool = False, masked: bool = False) -> float:
     """Saved activation bytes per token for the whole decoder stack and the final norm / head input
-    (``fused_ce``: the head's input is not kept, fused_logits_bytes counts its gradient instead)."""
+    (``fused_ce``: the head's input is not kept, fused_logits_bytes counts its gradient instead), with
+    the explicit attention mask where there is one (``masked``)."""
     h, layers = spec.hidden_size, spec.num_layers
+    mask = mask_bytes_per_token(p, attention, seq_len, masked)
     head_input = 0 if fused_ce else p * h
     if liger:
         final = p * h + 4 + (head_input if lora is None or frozen_keeps_input else 0)
@@ -104,18 +119,18 @@ def model_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: Lora
     else:
         final = 4 * h + (head_input if frozen_keeps_input else 0)
     if grad_ckpt:
-        return layers * p * h + final
+        return layers * p * h + final + mask
     per = layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input,
-                                liger=liger)
+                                liger=liger, masked=masked)
     if lora is not None and layers:
         first = layer_bytes_per_token(spec, p, attention, seq_len, lora, first_layer_input_frozen=True,
-                                      frozen_keeps_input=frozen_keeps_input, liger=liger)
-        return first + (layers - 1) * per + final
-    return layers * per + final
+                                      frozen_keeps_input=frozen_keeps_input, liger=liger, masked=masked)
+        return first + (layers - 1) * per + final + mask
+    return layers * per + final + mask
 
 
 def recompute_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: LoraShape | None,
-                              frozen_keeps_input: bool = False, liger: bool = False) -> float:
+                              frozen_keeps_input: bool = False, liger: bool = False, masked: bool = False) -> float:
     """With checkpointing, backward rebuilds one layer's activations and its gradients at a time:
     the layer's saved tensors plus the widest gradients in flight (the MLP's and two p·h). The MLP's are
     3p·I with PyTorch's SwiGLU (the product's gradient, then silu's and up's); Liger's SwiGLU backward
@@ -125,7 +140,7 @@ def recompute_bytes_per_token(spec, p: int, attention: str, seq_len: int, lora: 
     estimated 0.5-0.7 GiB high with 3p·I, within 0.2 GiB with p·I."""
     mlp_grads = (1 if liger else 3) * p * spec.intermediate_size
     return (layer_bytes_per_token(spec, p, attention, seq_len, lora, frozen_keeps_input=frozen_keeps_input,
-                                  liger=liger)
+                                  liger=liger, masked=masked)
             + mlp_grads + 2 * p * spec.hidden_size)
 
 

@@ -77,13 +77,14 @@ class Budget:
 
 
 def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec] = None,
-             env: Optional[Mapping[str, str]] = None) -> Budget:
+             env: Optional[Mapping[str, str]] = None, masked: Optional[bool] = None) -> Budget:
     """The memory budget of ``plan`` on ``hardware`` (stated or detected). Raises ModelError for an
     unknown model or a LoRA target the model lacks. ``env``: the environment the run starts from (this
-    process's when None; it decides PyTorch's allocator setting, core/plan/allocator.py)."""
+    process's when None; it decides PyTorch's allocator setting, core/plan/allocator.py). ``masked``:
+    see job.job_for."""
     spec = spec if spec is not None else spec_for_plan(plan)
     hw = hardware if hardware is not None else Hardware()
-    job = job_for(plan, spec, hw, env)
+    job = job_for(plan, spec, hw, env, masked=masked)
     peak = gpu.peak(job, gpu.model_states(job))
     off = host.offloaded(job)
     if job.on_gpu:

@@ -133,7 +133,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     # go through it (their matmul saves only the packed weight, bitsandbytes/autograd/_functions.py).
     zero3_linear = job.stage == 3 and not job.quant_numel
     saved = tokens * model_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, plan.grad_ckpt, zero3_linear,
-                                           liger=job.liger, fused_ce=job.fused_ce)
+                                           liger=job.liger, fused_ce=job.fused_ce, masked=job.masked)
     lg = (fused_logits_bytes(tokens, spec.vocab_size, spec.hidden_size, p, head_trains=not plan.uses_adapters())
           if job.fused_ce else logits_bytes(tokens, spec.vocab_size, p))
     grads, step_transient = states.grads, states.step_transient
@@ -156,7 +156,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
             # buffer live at the peak, 0.98 GiB above the step the estimate had as the peak).
             phases["grads"]["gradients (flat partition)"] = p * job.psit / job.N
     recompute = (tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, zero3_linear,
-                                                    liger=job.liger) if plan.grad_ckpt else 0.0)
+                                                    liger=job.liger, masked=job.masked) if plan.grad_ckpt else 0.0)
     if plan.grad_ckpt:
         phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
                                "activations (recomputed layer)": recompute}

@@ -41,6 +41,7 @@ class Job:
     liger: bool = False        # Liger's kernels (core/model/kernels.py): leaner norms and MLP activations
     fused_ce: bool = False     # ... and its fused linear cross-entropy: no full logits
     expandable: bool = False   # PyTorch's allocator grows segments in place (core/plan/allocator.py)
+    masked: bool = False       # attention gets an explicit mask (attention_masked)
 
     @property
     def weight_bytes(self) -> float:
@@ -66,8 +67,21 @@ class Job:
         return self.plan.offload_params
 
 
-def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str, str]] = None) -> Job:
-    """``env``: the environment the run will start from (this process's when None), for the allocator."""
+def attention_masked(plan: Any, spec: ModelSpec) -> bool:
+    """Whether the model's attention gets an explicit mask (activations.py): packed batches, whose
+    per-document mask transformers materialises for SDPA and eager attention (flash-attention takes the
+    documents' boundaries instead), and padded micro-batches of models outside the Llama family, which
+    keep their padding mask (core/data/tokenise.py, collate)."""
+    if plan.attention == "flash":
+        return False
+    return bool(plan.packing) or (plan.micro_batch > 1 and not spec.calibrated)
+
+
+def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str, str]] = None,
+            masked: Optional[bool] = None) -> Job:
+    """``env``: the environment the run will start from (this process's when None), for the allocator.
+    ``masked``: whether attention gets an explicit mask, where the caller knows (a measured run's
+    micro-batches); ``attention_masked`` decides otherwise."""
     on_gpu = hw.gpu_count > 0
     n_local = plan.gpus_per_node(hw.gpu_count)
     p = 4 if plan.precision == "fp32" else 2
@@ -85,7 +99,8 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str,
                buckets=bucket_sizes(plan, spec), quant_numel=sum(n * c for n, c in quantised),
                quant_largest=max((n for n, _ in quantised), default=0),
                liger=fused.liger, fused_ce=fused.fused_ce,
-               expandable=allocator.expandable_in_effect(os.environ if env is None else env))
+               expandable=allocator.expandable_in_effect(os.environ if env is None else env),
+               masked=attention_masked(plan, spec) if masked is None else masked)
 
 
 def quant_bytes_per_weight(plan: Any) -> float:

@@ -174,6 +174,10 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     # -- model and DeepSpeed ----------------------------------------------------------------------
     phases.start("loading model")
     model_config = load_config(plan)
+    from zerotui.core.model.spec import LLAMA_FAMILY
+
+    # causal attention and nothing else reading the mask: padding needs none (core/data/tokenise.py, collate)
+    data.causal = getattr(model_config, "model_type", None) in LLAMA_FAMILY
     ds_config = read_ds_config(paths, plan, world)
     loaded = load_model(plan, ds_config, tokenizer, model_config, note=note)
 

@@ -121,7 +121,8 @@ class TrainLoop:
         for micro in range(gas):
             idx = self.order.next()
             batch = self.data.batch(self.data.train, idx)
-            # Packed batches have no attention_mask: they carry their count ("token_count", no model input).
+            # Packed batches, and unpacked ones of the Llama family (collate's causal), have no attention_mask:
+            # they carry their count ("token_count", no model input).
             ntok = int(batch.pop("token_count")) if "token_count" in batch else int(batch["attention_mask"].sum())
             width = int(batch["input_ids"].shape[1])
             self.i_tokens += ntok
