@@ -23,8 +23,10 @@ ensure_zerotui_importable()
 
 from benchmarks.estimator.matrix import spec_for  # noqa: E402
 from zerotui.core.hardware.types import GpuInfo, Hardware  # noqa: E402
+from zerotui.core.estimate import host  # noqa: E402
 from zerotui.core.estimate.budget import estimate  # noqa: E402
 from zerotui.core.estimate.cuda_context import context_bytes  # noqa: E402
+from zerotui.core.estimate.job import job_for  # noqa: E402
 from zerotui.core.plan.schema import plan_from_dict  # noqa: E402
 
 GIB = 2**30
@@ -75,7 +77,13 @@ def estimates(rows: list[dict]) -> None:
         # showed growth 2 GiB short of a 2 GiB model copy), so its peak says little about the row.
         r["host_measured"] = r["rss_peak"] if r["host_fresh"] else None
         r["gpu_error"] = b.gpu_allocated_bytes / r["gpu_measured"] - 1
-        r["host_error"] = b.cpu_bytes / r["host_measured"] - 1 if r["host_measured"] else None
+        # the sweeps' worker wrote no checkpoint: its host peak is the estimate's without that moment
+        host_est = b.cpu_bytes
+        if b.host_phase == "saving a checkpoint":
+            job = job_for(plan, spec, hw, env={"PYTORCH_CUDA_ALLOC_CONF": ""})
+            host_est = int(sum(host.host_peak(job, host.offloaded(job), saves=False)[1].values()) * job.n_local)
+        r["host_estimate_no_save"] = host_est
+        r["host_error"] = host_est / r["host_measured"] - 1 if r["host_measured"] else None
         ds = b.deepspeed_estimate
         r["ds_gpu_error"] = ds["gpu_bytes"] / r["gpu_measured"] - 1 if ds else None
         r["ds_cpu_error"] = ds["cpu_bytes"] / r["host_measured"] - 1 if ds and r["host_measured"] else None
@@ -99,7 +107,7 @@ def table(rows: list[dict]) -> str:
             f"{r['id'][:36]:36} {r['gpu_measured'] / GIB:8.2f} {e['gpu_allocated_bytes'] / GIB:7.2f} "
             f"{r['gpu_error'] * 100:+5.1f}% {(ds['gpu_bytes'] / GIB if ds else float('nan')):7.2f} "
             f"{(r['ds_gpu_error'] * 100 if ds else float('nan')):+6.1f}% | "
-            + (f"{r['host_measured'] / GIB:6.2f} {e['cpu_bytes'] / GIB:6.2f} {r['host_error'] * 100:+5.1f}%"
+            + (f"{r['host_measured'] / GIB:6.2f} {r['host_estimate_no_save'] / GIB:6.2f} {r['host_error'] * 100:+5.1f}%"
                if r["host_measured"] else f"{'(reused worker)':>21}")
             + f" {e['peak_phase']:>9}"
             + (f" | smi {r['smi_measured'] / GIB:6.2f} ours {e['gpu_bytes'] / GIB:6.2f} {r['gpu_bytes_error'] * 100:+5.1f}%"

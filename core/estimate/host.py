@@ -1,9 +1,9 @@
 """Host RAM of one rank (then the node) and NVMe bytes: what offload puts there, and start-up's peak.
 
-Host RAM peaks either while the model is loaded (every rank builds it on the host unless stage 3
-builds it partitioned with zero.Init) or after ``deepspeed.initialize``, when the offloaded states and
-their pinned buffers exist. PyTorch's pinned allocator rounds each buffer up to a power of two
-(``job.pinned``), which is counted.
+Host RAM peaks while the model is loaded (every rank builds it on the host unless stage 3 builds it
+partitioned with zero.Init), after ``deepspeed.initialize``, when the offloaded states and their pinned
+buffers exist, or while a checkpoint is written (``save_copy``). PyTorch's pinned allocator rounds each
+buffer up to a power of two (``job.pinned``), which is counted.
 """
 from __future__ import annotations
 
@@ -53,8 +53,10 @@ def offloaded(job: Job) -> dict[str, float]:
     return off
 
 
-def host_peak(job: Job, off: dict[str, float]) -> tuple[str, dict[str, float]]:
-    """(the moment host RAM peaks, its parts for one rank) on a machine with a GPU."""
+def host_peak(job: Job, off: dict[str, float], saves: bool = True) -> tuple[str, dict[str, float]]:
+    """(the moment host RAM peaks, its parts for one rank) on a machine with a GPU. ``saves``: the
+    process writes checkpoints (every zerotui run does, at least at its end; the estimator's sweep
+    harness never did)."""
     plan, p = job.plan, job.p
     zero_init_build = job.stage == 3 and plan.zero_init
     # QLoRA quantises each weight as it is loaded onto the GPU: what the host holds is at most the model
@@ -64,6 +66,9 @@ def host_peak(job: Job, off: dict[str, float]) -> tuple[str, dict[str, float]]:
     after = float(cal.HOST_BASE_AFTER_INIT_BYTES)
     defrag = p * job.psit / job.N if (job.stage == 3 and job.oo == "none" and job.op == "none") else 0.0
     moments = {"loading the model": load, "after initialise": after + defrag + sum(off.values())}
+    copy = save_copy(job) if saves else 0.0
+    if copy:
+        moments["saving a checkpoint"] = moments["after initialise"] + copy
     phase = max(moments, key=moments.get)
     if phase == "loading the model":
         return phase, {"process (Python, torch, CUDA)": cal.HOST_BASE_BYTES,
@@ -71,7 +76,25 @@ def host_peak(job: Job, off: dict[str, float]) -> tuple[str, dict[str, float]]:
     parts = {"process (Python, torch, CUDA)": after, **off}
     if defrag:
         parts["stage-3 partition copy (init)"] = defrag
+    if phase == "saving a checkpoint":
+        parts["checkpoint: a GPU buffer copied whole"] = copy
     return phase, parts
+
+
+def save_copy(job: Job) -> float:
+    """Host bytes a checkpoint adds for a moment: torch.save copies each GPU tensor's whole storage to
+    the host before writing it, one storage at a time, and ZeRO-1/2 keep the model's 16-bit weights in
+    one flat buffer (stage_1_and_2.py, bit16_groups_flat) and, with the optimizer on the GPU, each fp32
+    partition in another. Measured on a 3B full fine-tune at ZeRO-2 with the optimizer on the CPU
+    (seed-scenarios-cards-h-2026-12-04.json): the processes' RSS went 76.2 -> 82.2 GiB while the end's
+    checkpoint was written, the 6.0 GiB of its bf16 weights (the run before it, on a machine whose
+    /dev/shm held 46 GB, was ended there by the kernel's OOM killer). The fp32 partition's copy follows
+    from the same code and was not measured. Adapters save only themselves (exclude_frozen_parameters):
+    nothing that size; stage 0 and 3 keep no such buffer of the whole model (not measured either)."""
+    if not job.on_gpu or job.plan.uses_adapters() or job.stage not in (1, 2):
+        return 0.0
+    master = 4 * job.psit / job.N if job.oo == "none" else 0.0
+    return max(job.p * job.psi, master)
 
 
 def cpu_only(gpu_parts: dict[str, float], off: dict[str, float]) -> dict[str, float]:
