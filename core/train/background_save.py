@@ -57,12 +57,24 @@ class PinnedPool:
         self._all: dict[tuple, list[Any]] = {}
         self.wanted: list[tuple] = []       # keys a snapshot found no buffer for
         self.pinned_bytes = 0
+        # The largest GPU storage a checkpoint holds: a foreground save (the end's, a stop's) goes through
+        # torch.save, which copies each storage whole to the host (a ZeRO-1/2 model's flat 16-bit
+        # buffer: 6.0 GiB for a 3B model, benchmarks/results/seed-scenarios-cards-h-2026-12-04.json), so
+        # the pool leaves room for it (_grow_pool).
+        self.largest_storage = 0
+
+    def _seen(self, t: Any) -> None:
+        try:
+            self.largest_storage = max(self.largest_storage, int(t.untyped_storage().nbytes()))
+        except Exception:  # noqa: BLE001 - a tensor without a storage of its own: nothing to leave room for
+            pass
 
     @staticmethod
     def key(t: Any) -> tuple:
         return (tuple(t.shape), t.dtype)
 
     def take(self, t: Any) -> Optional[Any]:
+        self._seen(t)
         free = self._free.get(self.key(t))
         if free:
             return free.pop()
@@ -77,6 +89,7 @@ class PinnedPool:
         if isinstance(obj, torch.Tensor):
             if id(obj) not in seen and obj.device.type != "cpu":
                 seen.add(id(obj))
+                self._seen(obj)
                 self.wanted.append(self.key(obj))
         elif isinstance(obj, dict):
             for v in obj.values():
@@ -205,6 +218,13 @@ class Writer:
             job.done.set()
 
 
+def pool_room(available: int, largest_storage: int) -> int:
+    """How much more the pool may pin: the free host RAM less twice the margin and less the copy a
+    foreground save makes of the largest GPU storage (PinnedPool.largest_storage), so the run's last
+    checkpoint still has room after the pool took what it could."""
+    return max(0, available - 2 * MARGIN_BYTES - largest_storage)
+
+
 def _grow_pool(pool: PinnedPool) -> None:
     """After a job: its buffers are free again, and the shapes it lacked get pinned ones, as far as the
     free host RAM allows (pinned memory cannot be swapped out)."""
@@ -213,7 +233,7 @@ def _grow_pool(pool: PinnedPool) -> None:
     pool.release_all()
     if pool.wanted:
         try:
-            pool.grow(max(0, psutil.virtual_memory().available - 2 * MARGIN_BYTES))
+            pool.grow(pool_room(psutil.virtual_memory().available, pool.largest_storage))
         except Exception:  # noqa: BLE001 - no pinned memory (a CPU build, a locked-memory limit): copy as before
             pool.wanted = []
 

@@ -126,6 +126,24 @@ def test_a_dry_run_of_a_save_names_the_gpu_tensors_and_the_pool_pins_one_buffer_
     assert snap["t"].tolist() == [1.0, 1.0, 1.0] and snap["scale"] == [2.0]
 
 
+def test_the_pool_leaves_room_for_a_foreground_saves_copy_of_the_largest_storage():
+    """A foreground save (the end's, a stop's) is torch.save, which copies each GPU storage whole to the
+    host: the pool, which pins what free RAM it can, leaves room for the largest one it has seen, views
+    of one flat buffer counted as that buffer."""
+    import torch
+
+    from zerotui.core.train.background_save import MARGIN_BYTES, PinnedPool, RecordEngine, pool_room
+
+    flat = torch.empty(1000, device="meta")  # stands in for ZeRO-1/2's flat 16-bit buffer
+    state = {"module": {"a": flat[:600].view(20, 30), "b": flat[600:]}, "small": torch.empty(7, device="meta")}
+    pool = PinnedPool(pin=False)
+    RecordEngine(pool).save(state, "unused")
+    assert pool.largest_storage == 1000 * 4
+    gib = 1 << 30
+    assert pool_room(10 * gib, pool.largest_storage) == 10 * gib - 2 * MARGIN_BYTES - 4000
+    assert pool_room(MARGIN_BYTES, pool.largest_storage) == 0
+
+
 def test_growth_stops_at_the_room_it_is_given():
     import torch
 
