@@ -106,7 +106,7 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     gpu_cap = hw.gpu_total_bytes if job.on_gpu else 0
     if job.on_gpu and plan.gpu_mem_cap:  # the run's allocator is capped to it (train/memory_cap.py)
         gpu_cap = min(gpu_cap, plan.gpu_mem_cap) if gpu_cap else plan.gpu_mem_cap
-    cpu_cap = int(hw.ram_total_bytes or 0)
+    cpu_cap = host_room(hw)
     nvme_cap = _nvme_capacity(plan, hw) if plan.uses_nvme() else 0
     fits = (not job.on_gpu or gpu_bytes <= gpu_cap) and (not cpu_cap or cpu_total <= cpu_cap) and \
         (nvme_total == 0 or nvme_total <= nvme_cap)
@@ -119,13 +119,25 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
         deepspeed_estimate=deepspeed_estimate(plan, spec, int(job.psi), job.n_local))
 
 
+def host_room(hw: Hardware) -> int:
+    """The host RAM a run can have: what is free now (psutil's available: reclaimable page cache counts,
+    other programs and files in a tmpfs such as /dev/shm do not), within the machine's total. A run
+    that needs more is ended by the kernel's OOM killer without a message, possibly hours in, at its
+    first checkpoint (docs/estimator.md, "Host RAM while a checkpoint is written": a 3B run that the
+    total RAM had room for died that way with 46 GB of files in /dev/shm). Stated hardware has no
+    separate figure: its RAM is taken as free."""
+    total, free = int(hw.ram_total_bytes or 0), int(hw.ram_available_bytes or 0)
+    return min(total, free) if total and free else total
+
+
 def _warnings(job: Job, cpu_total: int, cpu_cap: int) -> list[str]:
     out = []
     if not job.on_gpu:
         out.append("no GPU: training runs on the CPU, so its memory counts as host RAM")
-    free = job.hw.ram_available_bytes
-    if cpu_cap and free and cpu_total > free and cpu_total <= cpu_cap:
-        out.append("host RAM needed is more than is free now; other programs may have to close")
+    total = int(job.hw.ram_total_bytes or 0)
+    if cpu_cap and cpu_total > cpu_cap and cpu_total <= total:
+        out.append(f"host RAM is judged against what is free now ({format_bytes(cpu_cap)} of "
+                   f"{format_bytes(total)}): other programs, or files in /dev/shm, hold the rest")
     if not job.spec.calibrated:
         out.append(f"activation memory for '{job.spec.arch}' models is extrapolated from the Llama family")
     if job.plan.uses_nvme():

@@ -1,5 +1,5 @@
 """Whether a preset fits this machine, in a few words for the preset picker ("fits", "needs 153.8 GiB
-host RAM, 64.0 GiB here"): a preset named for a 24 GB card may still need far more host RAM than the
+host RAM, 60.0 GiB free here"): a preset named for a 24 GB card may still need far more host RAM than the
 machine has, and picking it only to read "does not fit" on its review wastes a trip.
 
 The words come from the same estimator as the budget bar (``core.estimate.budget.estimate``), plus the
@@ -36,7 +36,8 @@ def fit_mark(plan: Any, hw: Hardware, spec: Any = None) -> str:
         ("NVMe", b.nvme_bytes, b.nvme_capacity)) if need > cap]
     if len(over) == 1:
         what, need, cap = over[0]
-        here = f"{format_bytes(cap)} here" if cap else "none here"
+        # host RAM is judged against what is free now (core/estimate/budget.py host_room)
+        here = (f"{format_bytes(cap)}{' free' if what == 'host RAM' else ''} here") if cap else "none here"
         return f"needs {format_bytes(need)} {what}, {here}"
     return "needs " + ", ".join(f"{format_bytes(need)} {what}" for what, need, _ in over) if over else \
         "does not fit"
