@@ -398,11 +398,17 @@ def ran_seq_len(plan: dict[str, Any], data: dict[str, Any]) -> int:
     lengths = _legacy_lengths(seq)
     if seq <= min(lengths) or (plan.get("packing") and 2 * min(lengths) <= seq):
         return seq
+    widths = [max(rows) for rows in _drawn(plan, lengths)]
+    return min(seq, -(-max(widths) // 8) * 8)
+
+
+def _drawn(plan: dict[str, Any], lengths: tuple[int, ...]) -> list[list[int]]:
+    """The row lengths of every micro-batch a run drew, as its worker drew them (core/data/sampler.py's
+    DataOrder with the plan's seed, max_steps x grad_accum of them, one GPU)."""
     from zerotui.core.data.sampler import DataOrder
 
     order = DataOrder(len(lengths), plan["micro_batch"], 1, 0, plan.get("seed", 0))
-    widths = [max(lengths[i] for i in order.next()) for _ in range(plan["max_steps"] * plan["grad_accum"])]
-    return min(seq, -(-max(widths) // 8) * 8)
+    return [[lengths[i] for i in order.next()] for _ in range(plan["max_steps"] * plan["grad_accum"])]
 
 
 def ran_masked(plan: dict[str, Any], data: dict[str, Any]) -> Optional[bool]:
@@ -421,14 +427,7 @@ def ran_masked(plan: dict[str, Any], data: dict[str, Any]) -> Optional[bool]:
         lengths = _lengths(data["data_words"], data["data_rows"], seq)
     else:
         return None
-    from zerotui.core.data.sampler import DataOrder
-
-    order = DataOrder(len(lengths), plan["micro_batch"], 1, 0, plan.get("seed", 0))
-    for _ in range(plan["max_steps"] * plan["grad_accum"]):
-        drawn = [lengths[i] for i in order.next()]
-        if min(drawn) != max(drawn):
-            return True
-    return None
+    return True if any(min(rows) != max(rows) for rows in _drawn(plan, lengths)) else None
 
 
 def _legacy_lengths(seq_len: int) -> tuple[int, ...]:
