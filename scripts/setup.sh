@@ -67,12 +67,16 @@ if has_nvidia_gpu; then
 fi
 
 # System packages some tests drive for real, installed here when the test tools are asked for and apt
-# can do it: headless Chromium (the `zerotui serve` test opens the dashboard in it) and zsh (the
-# completion test presses TAB in it; bash is always there).
+# can do it: headless Chromium (the `zerotui serve` test opens the dashboard in it), zsh (the
+# completion test presses TAB in it; bash is always there) and libaio's headers (DeepSpeed builds its
+# async_io op against them: the NVMe offload tests write real swap files through it).
+have() {  # whether a package's part is here: a command, or a header for libaio-dev
+  case "$1" in libaio-dev) [ -e /usr/include/libaio.h ] ;; *) command -v "$1" >/dev/null 2>&1 ;; esac
+}
 if [ "${1:-}" = "--test" ] && command -v apt-get >/dev/null 2>&1; then
   as_root=""; [ "$(id -u)" -ne 0 ] && as_root="sudo -n"
-  for pkg in chromium zsh; do  # one at a time: a package apt lacks must not stop the other
-    command -v "$pkg" >/dev/null 2>&1 && continue
+  for pkg in chromium zsh libaio-dev; do  # one at a time: a package apt lacks must not stop the others
+    have "$pkg" && continue
     say "installing $pkg for the tests (apt-get install $pkg)"
     $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$pkg" >/dev/null 2>&1 \
       || { $as_root apt-get update -q >/dev/null 2>&1 && $as_root env DEBIAN_FRONTEND=noninteractive \

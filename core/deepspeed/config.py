@@ -14,6 +14,7 @@ import copy
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.deepspeed.nvme_swap import swap_dir
 from zerotui.core.errors import PlanError
 from zerotui.core.plan.schema import Plan
 
@@ -103,26 +104,27 @@ def param_buffer_size(plan: Plan, spec: Any = None) -> int:
     return max(DS_PARAM_BUFFER_SIZE, largest)
 
 
-def _offload_optimizer(plan: Plan) -> dict[str, Any]:
+def _offload_optimizer(plan: Plan, run_dir: Optional[Path] = None) -> dict[str, Any]:
     block: dict[str, Any] = {"device": plan.offload_optimizer, "pin_memory": plan.pin_memory}
     if plan.offload_optimizer == "nvme":
-        block.update(nvme_path=str(plan.nvme_path),
+        block.update(nvme_path=str(swap_dir(plan.nvme_path, run_dir)),
                      buffer_count=plan.offload_buffer_count or DS_OPTIMIZER_BUFFER_COUNT,
                      fast_init=False)
     return block
 
 
-def _offload_param(plan: Plan, spec: Any) -> dict[str, Any]:
+def _offload_param(plan: Plan, spec: Any, run_dir: Optional[Path] = None) -> dict[str, Any]:
     block: dict[str, Any] = {"device": plan.offload_params, "pin_memory": plan.pin_memory}
     if plan.offload_params == "nvme":
-        block.update(nvme_path=str(plan.nvme_path),
+        block.update(nvme_path=str(swap_dir(plan.nvme_path, run_dir)),
                      buffer_count=plan.offload_buffer_count or DS_PARAM_BUFFER_COUNT,
                      buffer_size=param_buffer_size(plan, spec))
     return block
 
 
-def zero_section(plan: Plan, spec: Any = None) -> dict[str, Any]:
-    """The ``zero_optimization`` block: only the keys the chosen stage reads."""
+def zero_section(plan: Plan, spec: Any = None, run_dir: Optional[Path] = None) -> dict[str, Any]:
+    """The ``zero_optimization`` block: only the keys the chosen stage reads. NVMe offload swaps into
+    the run's own folder inside ``nvme_path`` (``nvme_swap.swap_dir``) where ``run_dir`` is given."""
     if plan.stage == 0:
         return {"stage": 0}
     sizes = bucket_sizes(plan, spec)
@@ -148,9 +150,9 @@ def zero_section(plan: Plan, spec: Any = None) -> dict[str, Any]:
             stage3_gather_16bit_weights_on_model_save=plan.method == "full",
         )
     if plan.offload_optimizer != "none":
-        zero["offload_optimizer"] = _offload_optimizer(plan)
+        zero["offload_optimizer"] = _offload_optimizer(plan, run_dir)
     if plan.offload_params != "none":
-        zero["offload_param"] = _offload_param(plan, spec)
+        zero["offload_param"] = _offload_param(plan, spec, run_dir)
     return zero
 
 
@@ -260,7 +262,8 @@ def build_ds_config(plan: Plan, world_size: int, spec: Any = None,
     """The ds_config for ``plan`` run by ``world_size`` processes.
 
     ``spec`` (a ``ModelSpec``, or None) sizes the buckets from the model; without it DeepSpeed's defaults
-    are written. ``run_dir`` places the monitor output folders (relative folders without it).
+    are written. ``run_dir`` places the monitor output folders (relative folders without it) and NVMe
+    offload's swap folder (the plan's ``nvme_path`` itself without it).
     ``plan.ds_overrides`` is merged last (RFC 7386 merge patch), except keys the Plan owns.
     """
     if world_size < 1:
@@ -271,7 +274,7 @@ def build_ds_config(plan: Plan, world_size: int, spec: Any = None,
         "gradient_accumulation_steps": plan.grad_accum,
         "gradient_clipping": plan.grad_clip,
         **precision_sections(plan),
-        "zero_optimization": zero_section(plan, spec),
+        "zero_optimization": zero_section(plan, spec, run_dir),
         "optimizer": optimizer_section(plan),
         "steps_per_print": STEPS_PER_PRINT_NEVER,
         "wall_clock_breakdown": False,

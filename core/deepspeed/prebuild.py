@@ -17,7 +17,15 @@ from zerotui.core.deepspeed.opbuild import build_root, clear_stale_build_locks, 
 
 #: Op name -> the accelerator's builder class name (deepspeed/ops/op_builder).
 BUILDERS = {"cpu_adam": "CPUAdamBuilder", "fused_adam": "FusedAdamBuilder",
-            "deepspeed_shm_comm": "ShareMemCommBuilder"}
+            "deepspeed_shm_comm": "ShareMemCommBuilder", "async_io": "AsyncIOBuilder"}
+
+#: NVMe offload's reads and writes (DeepSpeed's swap_tensor), built against libaio.
+AIO_OP = "async_io"
+
+#: What makes async_io buildable, for the message that says it is not.
+LIBAIO_HINT = ("sudo apt install libaio-dev (Debian/Ubuntu), sudo dnf install libaio-devel (RHEL/Fedora), or "
+               "conda install -c conda-forge libaio with CFLAGS/LDFLAGS pointing at $CONDA_PREFIX; or offload "
+               "to cpu instead of nvme")
 
 
 #: The CPU accelerator's collectives, loaded when the process group is set up.
@@ -29,7 +37,28 @@ def ops_for(plan: Any, on_gpu: bool) -> list[str]:
     ops = ["cpu_adam" if plan.offload_optimizer != "none" else "fused_adam"]
     if not on_gpu:
         ops.append(COMM_OP)
+    if plan.uses_nvme():
+        ops.append(AIO_OP)
     return ops
+
+
+def unbuildable(name: str) -> Optional[str]:
+    """Why op ``name`` can be neither loaded nor compiled here, in a sentence; None where it can. Asks
+    DeepSpeed's builder (``is_compatible``: for async_io, whether libaio's headers and library are
+    found), so it imports DeepSpeed: call it where a plan needs the op, not on every launch."""
+    if is_built(name):
+        return None
+    from deepspeed.accelerator import get_accelerator
+
+    builder = get_accelerator().create_op_builder(BUILDERS[name])
+    if builder is None:
+        return f"DeepSpeed has no {name} op for the {get_accelerator().device_name()} accelerator"
+    if not builder.is_compatible(False):
+        if name == AIO_OP:
+            return ("DeepSpeed's async_io op, which NVMe offload reads and writes through, cannot be built: "
+                    "libaio was not found")
+        return f"DeepSpeed's {name} op cannot be built on this machine (`ds_report` says why)"
+    return None
 
 
 def all_ops(on_gpu: bool) -> list[str]:

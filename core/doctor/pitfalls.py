@@ -10,6 +10,7 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Optional
 
+from zerotui.core.deepspeed.prebuild import LIBAIO_HINT
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.sizes import format_bytes
 
@@ -165,8 +166,7 @@ def _deepspeed_pitfalls(hw: Hardware, sw: Mapping[str, Any]) -> list[Pitfall]:
         out.append(Pitfall(
             "libaio_missing", "warning",
             "libaio is missing, so DeepSpeed's async_io op cannot build: NVMe offload is unavailable",
-            "sudo apt install libaio-dev (Debian/Ubuntu), sudo dnf install libaio-devel (RHEL/Fedora), or "
-            "conda install -c conda-forge libaio with CFLAGS/LDFLAGS pointing at $CONDA_PREFIX"))
+            LIBAIO_HINT))
     return out
 
 

@@ -24,6 +24,7 @@ from zerotui.core.estimate.cuda_context import context_bytes
 from zerotui.core.estimate import gpu, host
 from zerotui.core.estimate.ds_estimators import deepspeed_estimate
 from zerotui.core.estimate.job import Job, job_for
+from zerotui.core.hardware.disks import disk_for_path, free_bytes_at
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.model.spec import ModelSpec, spec_for_plan
 from zerotui.core.sizes import format_bytes
@@ -148,13 +149,15 @@ def _warnings(job: Job, cpu_total: int, cpu_cap: int) -> list[str]:
 
 
 def _nvme_capacity(plan, hw: Hardware) -> int:
-    """Free bytes where the NVMe offload will write: the disk holding nvme_path, else the largest NVMe."""
+    """Free bytes where the NVMe offload will write: the listed disk holding nvme_path; on this machine
+    when its disks were not listed (a launch skips that probe), the free space there, asked of the
+    filesystem; else the largest NVMe."""
     if plan.nvme_path is not None:
-        path = str(plan.nvme_path)
-        best = None
-        for d in hw.disks:
-            if d.mountpoint and path.startswith(d.mountpoint) and (best is None or len(d.mountpoint) > len(best.mountpoint)):
-                best = d
+        best = disk_for_path(plan.nvme_path, hw.disks)
         if best is not None:
             return int(best.free_bytes)
+        if hw.source == "detected":
+            free = free_bytes_at(plan.nvme_path)
+            if free is not None:
+                return free
     return max((int(d.free_bytes) for d in hw.nvme_disks or []), default=0)

@@ -47,9 +47,6 @@ def offloaded(job: Job) -> dict[str, float]:
         elif op == "nvme":
             count = plan.offload_buffer_count or 5
             off["NVMe weight buffers (pinned)"] = count * pinned(p * param_buffer_size(plan, job.spec), pin)
-    elif oo == "nvme" and job.stage in (1, 2):
-        off["NVMe swap buffers (pinned)"] = 4 * pinned(4 * psit / N, pin)
-        off["CPU Adam"] = cal.CPU_ADAM_EXTRA_BYTES
     return off
 
 

@@ -208,6 +208,21 @@ def disk_for_path(path: str | Path, disks: list[DiskInfo]) -> Optional[DiskInfo]
     return best
 
 
+def free_bytes_at(path: str | Path) -> Optional[int]:
+    """Free bytes (for an unprivileged user) on the filesystem that holds ``path``, asked of its nearest
+    folder that exists (a folder the run will create is not there yet); None where none answers. A hung
+    network mount gives up after a few seconds (``_statvfs``) rather than hold the caller."""
+    here = Path(os.path.abspath(os.path.expanduser(str(path))))
+    for folder in (here, *here.parents):
+        if folder.is_dir():
+            try:
+                st = _statvfs(str(folder), network=True)
+            except (OSError, TimeoutError):
+                return None
+            return int(st.f_bavail * st.f_frsize)
+    return None
+
+
 @dataclass
 class WriteProbe:
     bytes_per_s: float

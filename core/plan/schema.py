@@ -282,6 +282,9 @@ class Plan(BaseModel):
             raise ValueError(
                 "offload_optimizer needs ZeRO stage 1, 2 or 3 (got stage 0); use --stage 2 or "
                 "--offload-optimizer none")
+        if self.offload_optimizer == "nvme" and self.stage != 3:  # stage_1_and_2.py: cpu_offload for either
+            raise ValueError(f"offload_optimizer=nvme needs stage 3 (got stage {self.stage}): DeepSpeed's stages "
+                             "1-2 keep it in host RAM instead; use --stage 3, or --offload-optimizer cpu")
         if "nvme" in (self.offload_optimizer, self.offload_params) and self.nvme_path is None:
             raise ValueError("nvme_path is required for NVMe offload; give --nvme-path DIR on a fast local disk")
         if self.nodes > 1 and self.hostfile is None:

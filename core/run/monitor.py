@@ -249,7 +249,8 @@ def describe_failure(exc: BaseException, where: str, plan: Any = None, hardware:
         elif kind == "gpu":
             parts.append("try a lower --micro-batch, --grad-ckpt, a higher --stage, or --offload-optimizer cpu")
         else:
-            parts.append("try --offload-optimizer nvme, a lower --micro-batch, or fewer GPUs per node")
+            nvme = "--offload-optimizer nvme" if getattr(plan, "stage", None) == 3 else "--stage 3 --offload-optimizer nvme"
+            parts.append(f"try {nvme}, a lower --micro-batch, or fewer GPUs per node")
         hint = "`zerotui fit` lists plans that fit this machine"
         return Failure(f"oom_{kind}", "; ".join(parts), hint)
     if isinstance(exc, ZeroTuiError):

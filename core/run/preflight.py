@@ -39,6 +39,11 @@ def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = Fa
         assert plan.nvme_path is not None  # the Plan's own validator guarantees it
         check_writable(Path(plan.nvme_path).expanduser(), "the NVMe offload folder",
                        "give --nvme-path a folder on a local NVMe disk that you can write to")
+        from zerotui.core.deepspeed.prebuild import AIO_OP, LIBAIO_HINT, unbuildable
+
+        why = unbuildable(AIO_OP)  # refused here, not minutes later inside deepspeed.initialize
+        if why:
+            raise HardwareError(why, LIBAIO_HINT)
     if plan.kernels == "liger":  # insisted on: refuse here, not after the model has loaded
         from zerotui.core.model.kernels import require_planned
         from zerotui.core.model.spec import spec_for_plan

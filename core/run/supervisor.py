@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.deepspeed.nvme_swap import remove_swap
 from zerotui.core.errors import ZeroTuiError
 from zerotui.core.plan.schema import load_plan
 from zerotui.core.run.deathwatch import DeathWatch
@@ -269,6 +270,7 @@ class Supervisor:
         from zerotui.core.hardware.gpu_release import wait_gpu_release
 
         gpu = wait_gpu_release([p for p in pids if p != os.getpid()])
+        self._remove_swap()
         r0 = records.get(0, {})
         step = r0.get("step")
         if not isinstance(step, int):  # rank 0 said nothing (killed): the last step it reported
@@ -292,6 +294,17 @@ class Supervisor:
         if self.notifier is not None:  # the end (and any alert not yet through) reaches the user's URL
             self.notifier.finish()
         return 0 if state in ("completed", "stopped") else 1
+
+    def _remove_swap(self) -> None:
+        """Every process of the run is gone: its NVMe swap files go too (core/deepspeed/nvme_swap.py)."""
+        try:
+            plan = load_plan(self.paths.plan)
+        except (ZeroTuiError, OSError):
+            return  # a plan that no longer reads named no swap folder this supervisor could trust
+        if plan.uses_nvme():
+            said = remove_swap(plan.nvme_path, self.paths.root)
+            if said:
+                self._log(said)
 
     def _notifier(self) -> Optional[Notifier]:
         """The plan's notification URL, followed on a thread of this process (core/run/notify.py)."""

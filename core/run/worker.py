@@ -32,6 +32,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable, Optional
 
+from zerotui.core.deepspeed.nvme_swap import swap_dir
 from zerotui.core.plan import allocator
 from zerotui.core.train.control import ControlState
 from zerotui.core.events.stream import EventWriter
@@ -286,7 +287,8 @@ class Worker:
             # plan's. Under the DeepSpeed launcher every rank is a child of rank 0's parent (launch.py),
             # so that tree's RSS is the whole run's.
             several = int(os.environ.get("WORLD_SIZE", "1") or 1) > 1
-            return TelemetrySampler(gpu_indices=None, nvme_path=self.plan.nvme_path,
+            swap = swap_dir(self.plan.nvme_path, self.paths.root) if self.plan.uses_nvme() else None  # ds_config's
+            return TelemetrySampler(gpu_indices=None, nvme_path=swap,
                                     root_pid=os.getppid() if several else None)
         except Exception as exc:  # noqa: BLE001 - no sampler: training goes on without telemetry
             sys.stderr.write(f"zerotui worker: no telemetry ({type(exc).__name__}: {exc})\n")

@@ -316,6 +316,7 @@ class Checkpointer:
     def load(self, info: CheckpointInfo) -> dict[str, Any]:
         """Restore engine, optimizer and scheduler state from ``info``; returns zerotui's client state."""
         from zerotui.core.train.mmap_load import mapped_loads
+        from zerotui.core.train.nvme_resume import restore_state
 
         try:
             with mapped_loads(self.engine):
@@ -330,6 +331,9 @@ class Checkpointer:
         if load_path is None or not isinstance(client, dict) or CLIENT_KEY not in client:
             raise RunError(f"checkpoint {info.path} could not be loaded (DeepSpeed found no state in it)",
                            "remove that folder to resume from the one before it")
+        said = restore_state(self.engine, self.folder, info.tag)  # NVMe offload: DeepSpeed leaves it out
+        if said:
+            self.emit("log", message=said)
         rng_file = info.path / f"zerotui_rng_rank{self.rank}.pt"
         state = load_rng_file(rng_file) if rng_file.exists() else None
         if state is not None:

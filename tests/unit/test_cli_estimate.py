@@ -42,6 +42,9 @@ def test_stated_gpus_follow_the_plan(capsys):
 @pytest.mark.parametrize("argv,needle", [
     (["estimate", "--model", "llama-9b"], "not a known architecture"),
     (["estimate", "--model", "llama-2-7b", "--stage", "2", "--offload-params", "cpu"], "needs stage 3"),
+    # DeepSpeed's stages 1-2 would keep an "nvme" optimizer in host RAM (tests/unit/test_nvme_swap.py)
+    (["estimate", "--model", "llama-2-7b", "--stage", "2", "--offload-optimizer", "nvme", "--nvme-path", "/tmp"],
+     "offload_optimizer=nvme needs stage 3"),
     (["estimate", "--model", "llama-2-7b", "--gpus", "0"], "gpus"),
     (["estimate", "--model", "llama-2-7b", "--gpu-mem", "24XB"], "--gpu-mem"),
     (["estimate", "--model", "llama-2-7b", "--ram", "lots"], "--ram"),

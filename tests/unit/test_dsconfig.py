@@ -42,7 +42,7 @@ LLAMA7B = Shape(hidden_size=4096, largest_param_numel=32000 * 4096)  # embedding
 
 OFFLOADS = [  # (stage, offload_optimizer, offload_params)
     (0, "none", "none"), (1, "none", "none"), (1, "cpu", "none"), (2, "none", "none"), (2, "cpu", "none"),
-    (2, "nvme", "none"), (3, "none", "none"), (3, "cpu", "none"), (3, "cpu", "cpu"), (3, "nvme", "cpu"),
+    (3, "none", "none"), (3, "cpu", "none"), (3, "cpu", "cpu"), (3, "nvme", "cpu"),
     (3, "nvme", "nvme"), (3, "none", "nvme"),
 ]
 MATRIX = list(itertools.product(OFFLOADS, ["bf16", "fp16", "fp32"], ["full", "lora"], [None, LLAMA7B]))
