@@ -40,13 +40,17 @@ def main() -> int:
                     fields = dict(SHAPES[shape])
                     AutoConfig.for_model(fields.pop("model_type", "llama"), **fields,
                                          dtype="bfloat16").save_pretrained(folder)
-                plan = plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw)
+                plan = plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw, nvme_dir=work / "nvme")
                 b = estimate(plan, hw)
                 print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB, allocated "
                       f"{b.gpu_allocated_bytes / 2**30:.2f} at the {b.peak_phase}  ({plan.method} {plan.precision}, "
                       f"ZeRO-{plan.stage}, optimizer {plan.offload_optimizer}, weights {plan.offload_params}, "
                       f"{plan.micro_batch}x{plan.grad_accum}x{plan.seq_len}, ckpt {plan.grad_ckpt}, "
                       f"kernels {plan.kernels})", flush=True)
+                if plan.uses_nvme():  # what NVMe offload's runs are there to check: host RAM and the disk too
+                    print(f"{'':24s} host {b.cpu_bytes / 2**30:.2f} GiB at {b.host_phase}; NVMe "
+                          f"{b.nvme_bytes / 2**30:.2f} GiB ({', '.join(f'{k} {v / 2**30:.2f}' for k, v in b.breakdown['nvme'].items())})",
+                          flush=True)
     return 0
 
 

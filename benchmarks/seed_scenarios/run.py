@@ -314,6 +314,15 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                          seq_len=4096, grad_ckpt=True), "fit"),
     "1b128k-lora-fit16-s8192": ("1b128k", dict(method="lora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
                                                micro_batch=1, grad_accum=8, seq_len=8192, grad_ckpt=True), "fit"),
+    # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
+    # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
+    "1b-full-nvme": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-nvme-both": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                     offload_params="nvme", micro_batch=4, grad_accum=1, seq_len=2048,
+                                     grad_ckpt=True), "seed"),
+    "tiny-nvme-seed": ("tiny", dict(method="full", precision="fp32", stage=3, offload_optimizer="nvme",
+                                    offload_params="nvme", micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
@@ -454,15 +463,17 @@ def write_data(path: Path, rows: int = 4000, words: int = WORDS) -> Path:
 
 
 def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_interval: int,
-             hardware: Any = None) -> Any:
+             hardware: Any = None, nvme_dir: Optional[Path] = None) -> Any:
     """The scenario's plan; a "fit" scenario takes `recommend`'s first plan on ``hardware`` (this machine's
-    when None)."""
+    when None). ``nvme_dir``: where a scenario with NVMe offload swaps."""
     from zerotui.core.plan.schema import plan_from_dict
 
     shape, fields, pick = SCENARIOS[name]
     base = dict(name=name, model=str(model_dir), data=str(data), data_format="text", gpu_mem_cap=cap or None,
                 gpus=1, lr=1e-4, warmup_steps=0, lr_schedule="constant", max_steps=steps, log_interval=log_interval,
                 save_interval=0, save_minutes=0, save_final=False, eval_fraction=0.0, seed=1)
+    if "nvme" in (fields.get("offload_optimizer"), fields.get("offload_params")):
+        base["nvme_path"] = str(nvme_dir or data.parent / "nvme")
     plan = plan_from_dict({**base, **fields}, name)  # a scenario's own steps / interval win
     if pick == "fit":
         from zerotui.core.estimate.recommend import recommend
@@ -473,6 +484,34 @@ def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_i
             raise SystemExit(f"{name}: nothing fits under the cap")
         plan = recs[0].plan
     return plan
+
+
+class FolderPeak:
+    """The most bytes a folder held, sampled every ``every`` seconds on a thread while in the ``with``
+    block: NVMe offload's swap files (the worker's own telemetry walks them every 30 s)."""
+
+    def __init__(self, path: Optional[Path], every: float = 0.5) -> None:
+        import threading
+
+        self.path, self.every, self.peak = path, every, None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        from zerotui.core.deepspeed.nvme_swap import folder_bytes
+
+        while not self._stop.is_set():
+            if self.path is not None and self.path.is_dir():
+                self.peak = max(self.peak or 0, folder_bytes(self.path))
+            self._stop.wait(self.every)
+
+    def __enter__(self) -> "FolderPeak":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def run_plan(plan: Any, runs: Path, timeout: float) -> tuple[Path, float, int, str, Any]:
@@ -610,6 +649,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
+    from zerotui.core.deepspeed.nvme_swap import folder_bytes
     from zerotui.core.plan.allocator import effective_conf
     from zerotui.core.sizes import parse_size
 
@@ -654,11 +694,15 @@ def main() -> int:
             import psutil  # what the machine had free for the run's host memory (model folders in /dev/shm count)
 
             ram_free = int(psutil.virtual_memory().available)
-            run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
+            with FolderPeak(Path(plan.nvme_path) if plan.uses_nvme() else None) as swap:
+                run, t0, rc, tail, fine = run_plan(plan, runs, a.timeout)
             # the allocator the run had: the command's setting, else zerotui's choice for the plan
             row = {"plan": plan.to_dict(), "rc": rc, "alloc_conf": effective_conf(os.environ),
                    **measure(run, t0, fine=fine), "gpu_used_at_start": used_before,
                    "ram_available_at_start": ram_free}
+            if plan.uses_nvme():  # the swap files' peak, and whether the run's supervisor took them away
+                row["nvme_bytes_max"] = swap.peak
+                row["nvme_left_after"] = folder_bytes(Path(plan.nvme_path))
             if used_before is not None and used_before > OTHERS_ON_GPU:
                 row["nvml_clean"] = False  # another process held GPU memory: NVML's peak is not the run's
             if rc != 0:
