@@ -16,7 +16,9 @@ for each fp32 partition the saved step count and, where DeepSpeed swaps the part
 the two moments, which the swapper then fills from the checkpoint's files (it names them
 ``exp_avg-<id>`` and ``exp_avg_sq-<id>``, as the checkpoint's files are named); a partition too small to
 swap (under DeepSpeed's 1 MiB) kept its moments in the saved state dict, and they are copied from there.
-With it the resumed run matches the uninterrupted one step for step (tests/deepspeed/test_nvme_offload.py).
+With it a resumed run matches the uninterrupted one as a resume with the optimizer in host RAM does: to the
+bit (tests/deepspeed/test_nvme_offload.py), or, at some step counts, with the same last-bit differences CPU
+Adam's recomputed bias correction gives host RAM's resume (docs/nvme_offload.md).
 """
 from __future__ import annotations
 

@@ -46,13 +46,10 @@ def test_nvme_offload_trains_like_host_offload_and_resumes_without_its_swap_file
     assert (resumed["state"], resumed["step"]) == ("completed", 20), resumed
     ref, got = losses(host), losses(paths)
     assert sorted(got) == list(range(1, 21))
-    # The same arithmetic through the disk as through host RAM (CPU Adam on the same fp32 partition):
-    # to the bit until the stop, and after the resume to what a fresh CPU Adam's bias correction gives
-    # (recomputed with pow() where the running process multiplies: the last bit of about two thirds of
-    # the updated weights, which bf16 rounding turns into loss differences of ~1e-5). Without
-    # core/train/nvme_resume.py the moments, step count and learning rate started afresh: up to 3.3%.
-    assert [got[s] for s in range(1, 9)] == [ref[s] for s in range(1, 9)]
-    assert [got[s] for s in range(9, 21)] == pytest.approx([ref[s] for s in range(9, 21)], rel=2e-4)
+    # The same arithmetic through the disk as through host RAM (CPU Adam on the same fp32 partition), to the
+    # bit, across the stop and the resume. Without core/train/nvme_resume.py the moments, step count and
+    # learning rate started afresh after the resume: up to 3.3% apart from step 9 on.
+    assert [got[s] for s in range(1, 21)] == [ref[s] for s in range(1, 21)]
     assert got[20] < got[1] - 1.5
 
 

@@ -83,6 +83,20 @@ def test_offload_none_is_not_on_the_gpu_without_one():
         assert "on the GPU" in offload_choices(field, 3, False)[0][1]
 
 
+def test_nvme_for_the_optimizer_is_offered_at_stage_3_only():
+    """DeepSpeed's stages 1-2 keep an 'nvme' optimizer in host RAM: the choice says so below stage 3, and
+    the stage note prices those stages with the optimizer in host RAM (marked)."""
+    reasons = {stage: dict((v, r) for v, _, r in offload_choices("offload_optimizer", stage, True))
+               for stage in range(4)}
+    assert reasons[3] == {"none": "", "cpu": "", "nvme": ""}
+    assert reasons[1]["nvme"] == reasons[2]["nvme"] == "stage 3 only" and reasons[2]["cpu"] == ""
+    plan = starter_plan().with_changes(model="llama-2-7b", stage=3, offload_optimizer="nvme", nvme_path="/tmp")
+    note = stage_note(plan, workstation_24gb(), spec_for_plan(plan))
+    spec = spec_for_plan(plan)
+    two = estimate(plan.with_changes(stage=2, offload_optimizer="cpu"), workstation_24gb(), spec=spec)
+    assert f"2: {format_bytes(two.gpu_bytes)}*" in note and "without the offload it cannot have" in note
+
+
 @pytest.mark.parametrize("hw", [workstation_24gb(), cpu_only()], ids=["one-gpu", "cpu-only"])
 def test_the_one_process_stage_note_says_what_the_estimate_says(hw):
     plan = starter_plan().with_changes(model="llama-2-7b")

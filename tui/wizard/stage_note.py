@@ -21,6 +21,8 @@ def _at_stage(plan: Plan, stage: int) -> tuple[Plan, str]:
         changes["offload_params"] = "none"
     if stage == 0 and plan.offload_optimizer != "none":
         changes["offload_optimizer"] = "none"
+    elif stage < 3 and plan.offload_optimizer == "nvme":  # stages 1-2 offload the optimizer to host RAM only
+        changes["offload_optimizer"] = "cpu"
     return plan.with_changes(**changes), "" if len(changes) == 1 else "*"
 
 

@@ -61,6 +61,8 @@ def offload_choices(field: str, stage: int, has_nvme_disk: bool, has_gpu: bool =
                 reason = "stage 3 only"
             elif field == "offload_optimizer" and stage == 0:
                 reason = "needs stage 1, 2 or 3"
+            elif field == "offload_optimizer" and value == "nvme" and stage != 3:
+                reason = "stage 3 only"  # DeepSpeed's stages 1-2 keep it in host RAM (core/plan/schema.py)
         label = NO_GPU_NONE if value == "none" and not has_gpu else OFFLOAD[field][value]
         out.append((value, label, reason))
     return out
