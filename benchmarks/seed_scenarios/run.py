@@ -498,11 +498,11 @@ class FolderPeak:
         self._thread = threading.Thread(target=self._watch, daemon=True)
 
     def _watch(self) -> None:
-        from zerotui.core.deepspeed.nvme_swap import folder_bytes
+        from zerotui.core.hardware.disks import allocated_bytes
 
         while not self._stop.is_set():
             if self.path is not None and self.path.is_dir():
-                self.peak = max(self.peak or 0, folder_bytes(self.path))
+                self.peak = max(self.peak or 0, allocated_bytes(self.path))
             self._stop.wait(self.every)
 
     def __enter__(self) -> "FolderPeak":
@@ -649,7 +649,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
-    from zerotui.core.deepspeed.nvme_swap import folder_bytes
+    from zerotui.core.hardware.disks import allocated_bytes
     from zerotui.core.plan.allocator import effective_conf
     from zerotui.core.sizes import parse_size
 
@@ -702,7 +702,7 @@ def main() -> int:
                    "ram_available_at_start": ram_free}
             if plan.uses_nvme():  # the swap files' peak, and whether the run's supervisor took them away
                 row["nvme_bytes_max"] = swap.peak
-                row["nvme_left_after"] = folder_bytes(Path(plan.nvme_path))
+                row["nvme_left_after"] = allocated_bytes(Path(plan.nvme_path))
             if used_before is not None and used_before > OTHERS_ON_GPU:
                 row["nvml_clean"] = False  # another process held GPU memory: NVML's peak is not the run's
             if rc != 0:

@@ -11,10 +11,11 @@ optimizer state a resume needs, and DeepSpeed writes the swap files again from i
 """
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 from typing import Optional, Union
+
+from zerotui.core.hardware.disks import allocated_bytes
 
 #: The run's folder inside the user's ``nvme_path``: this prefix and the run folder's name.
 SWAP_PREFIX = "zerotui-swap-"
@@ -25,19 +26,6 @@ def swap_dir(nvme_path: Union[str, Path], run_dir: Optional[Union[str, Path]]) -
     (``zerotui config`` exports a ds_config for the user to run as they like)."""
     base = Path(nvme_path).expanduser()
     return base / f"{SWAP_PREFIX}{Path(run_dir).name}" if run_dir is not None else base
-
-
-def folder_bytes(path: Path) -> int:
-    """Bytes of the regular files under ``path`` (links are not followed)."""
-    total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            total += st.st_size
-    return total
 
 
 def remove_swap(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]) -> Optional[str]:
@@ -54,7 +42,7 @@ def remove_swap(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]) ->
             return f"removed the link {target} in place of the NVMe swap folder (not followed)"
         if not target.is_dir():
             return None
-        size = folder_bytes(target)
+        size = allocated_bytes(target)
         shutil.rmtree(target)
     except OSError as err:
         return f"could not remove the NVMe swap folder {target}: {err.strerror or err}; delete it by hand"

@@ -223,6 +223,28 @@ def free_bytes_at(path: str | Path) -> Optional[int]:
     return None
 
 
+def allocated_bytes(path: str | Path) -> int:
+    """Bytes allocated on disk under ``path`` (st_blocks: DeepSpeed's swap files may be sparse); links are
+    not followed. The worker's NVMe telemetry and the removal of a run's swap folder both count this."""
+    total = 0
+    stack = [str(path)]
+    while stack:
+        here = stack.pop()
+        try:
+            with os.scandir(here) as it:
+                for entry in it:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        else:
+                            total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        continue  # a swap file removed while we looked
+        except OSError:
+            continue
+    return total
+
+
 @dataclass
 class WriteProbe:
     bytes_per_s: float

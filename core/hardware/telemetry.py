@@ -19,29 +19,11 @@ import threading
 import time
 from typing import Any, Optional
 
+from zerotui.core.hardware.disks import allocated_bytes
 from zerotui.core.hardware.hostmem import read_cgroup_memory
 from zerotui.core.hardware.nvml import NvmlSession, VisibleGpu
 
 
-def _du(path: str) -> int:
-    """Bytes allocated under ``path`` (st_blocks: DeepSpeed's swap files may be sparse)."""
-    total = 0
-    stack = [path]
-    while stack:
-        here = stack.pop()
-        try:
-            with os.scandir(here) as it:
-                for entry in it:
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            stack.append(entry.path)
-                        else:
-                            total += entry.stat(follow_symlinks=False).st_blocks * 512
-                    except OSError:
-                        continue  # a swap file removed while we looked
-        except OSError:
-            continue
-    return total
 
 
 class TelemetrySampler:
@@ -148,7 +130,7 @@ class TelemetrySampler:
             path = self._nvme_path
 
             def refresh() -> None:
-                self._nvme_bytes = _du(path) if os.path.isdir(path) else 0
+                self._nvme_bytes = allocated_bytes(path) if os.path.isdir(path) else 0
 
             self._nvme_thread = threading.Thread(target=refresh, daemon=True, name="zerotui-nvme-du")
             self._nvme_thread.start()

@@ -2,7 +2,6 @@
 NVMe folder (free space, measured write speed), pinned memory and activation checkpointing."""
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any, Optional
 
@@ -12,6 +11,7 @@ from textual.containers import Horizontal
 from textual.widgets import Button, Input, Label, Static
 
 from zerotui.core.errors import ZeroTuiError
+from zerotui.core.hardware.disks import free_bytes_at
 from zerotui.core.run.launcher import gpu_choice_problem
 from zerotui.tui.messages import WriteSpeedMeasured
 from zerotui.tui.wizard.step import StepScreen
@@ -86,16 +86,6 @@ def gpu_choice_words(plan: Any, hw: Any) -> str:
     procs = "1 process" if per_node == 1 else f"{per_node} processes"
     return (f"{procs} on GPU{'s' if len(ids) > 1 else ''} {','.join(map(str, ids))}{what}{nodes}; "
             f"world size {world}; the budget below is per GPU")
-
-
-def free_space(path: Optional[Path]) -> Optional[int]:
-    p = path
-    while p is not None and not p.exists() and p != p.parent:
-        p = p.parent
-    try:
-        return shutil.disk_usage(p).free if p is not None else None
-    except OSError:
-        return None
 
 
 class ZeroOffloadScreen(StepScreen):
@@ -210,7 +200,7 @@ class ZeroOffloadScreen(StepScreen):
             from zerotui.core.hardware.disks import disk_for_path
             disk = disk_for_path(path, hw.disks)
         # The drive as the hardware lists it (what the budget uses), else ask the filesystem now.
-        free = disk.free_bytes if disk is not None else free_space(path)
+        free = disk.free_bytes if disk is not None else free_bytes_at(path) if path is not None else None
         kind = "" if disk is None else (" on NVMe" if disk.nvme else " (not an NVMe drive: slow)")
         self.query_one("#nvme-space", Label).update(
             f"{format_bytes(free)} free{kind}" if free is not None else "cannot read this folder")
