@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engine_runs import losses, make_run, run_engine
+from engine_runs import events, losses, make_run, run_engine
 from zerotui.core.deepspeed.nvme_swap import remove_swap, swap_dir
 from zerotui.core.run.folder import RunPaths
 
@@ -70,3 +70,30 @@ def test_a_finished_runs_supervisor_removes_its_swap_folder_and_nothing_else(tmp
     said = re.search(r"removed the NVMe swap folder (\S+) \((\d+\.\d+) GiB\)", log)
     assert said and said.group(1) == str(swap_dir(nvme, paths.root)), log[-3000:]
     assert float(said.group(2)) > 0  # it held the swapped state until the run ended
+
+
+def test_an_fp16_run_resumes_from_nvme_at_the_loss_scale_it_stopped_at(tmp_path, cache):
+    """fp16 on this CPU (fault_worker's capability override) with gradients overflowing at steps 3-4, so
+    DeepSpeed's dynamic scaler halves 65536 to 32768. DeepSpeed's NVMe resume skips the state dict that holds
+    the scaler, and the resumed run began again at 65536; now it goes on at 32768 and trains to the bit as the
+    same stop and resume with the optimizer in host RAM, whose scaler DeepSpeed restores itself."""
+    nvme = tmp_path / "nvme"
+    nvme.mkdir()
+    faults = {"ZEROTUI_FAULT": "overflow:3-4", "ZEROTUI_FAULT_FP16": "1"}
+    fp16 = dict(RUN, precision="fp16", max_steps=12)
+    host = make_run(tmp_path / "host", offload_optimizer="cpu", offload_params="cpu", **fp16)
+    assert run_engine(host, "--stop-after", "7", cache=cache, env=faults)["step"] == 7
+    assert run_engine(host, "--resume", cache=cache, env=faults)["step"] == 12
+    paths = make_run(tmp_path / "nv", offload_optimizer="nvme", offload_params="nvme", nvme_path=str(nvme), **fp16)
+    assert run_engine(paths, "--stop-after", "7", cache=cache, env=faults)["step"] == 7
+    remove_swap(nvme, paths.root)
+    assert run_engine(paths, "--resume", cache=cache, env=faults)["step"] == 12
+
+    def steps(run):
+        return {e["step"]: (e["loss_scale"], e["skipped"], e["loss"]) for e in events(run, "step")}
+
+    ref, got = steps(host), steps(paths)
+    assert [ref[s][:2] for s in (2, 3, 4, 5)] == [(65536, 0), (65536, 1), (32768, 1), (32768, 0)]
+    assert sorted(got) == list(range(1, 13))
+    assert [got[s] for s in range(1, 13)] == [ref[s] for s in range(1, 13)]
+    assert got[8][0] == 32768

@@ -7,11 +7,15 @@ Used by the engine / checkpoint / merge tests: each DeepSpeed run gets its own p
                                           [--checkpoint-at N] [--pause-at N] [--fsize-limit BYTES]
 
 Writes RUN_DIR/result.json: {state, reason, step} or {error, type}.
+
+``ZEROTUI_FAULT`` and ``ZEROTUI_FAULT_FP16=1`` install scripts/faults/fault_worker.py's injected faults (and
+fp16 on this CPU) before the engine is built, as that worker does.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import threading
 from pathlib import Path
@@ -36,6 +40,13 @@ def main() -> int:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (args.fsize_limit, args.fsize_limit))
 
+    if os.environ.get("ZEROTUI_FAULT") or os.environ.get("ZEROTUI_FAULT_FP16") == "1":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "faults"))
+        import fault_worker
+
+        fault_worker.install(fault_worker.parse_faults(os.environ.get("ZEROTUI_FAULT", "")),
+                             os.environ.get("ZEROTUI_FAULT_FP16") == "1", lambda m: sys.stderr.write(m + "\n"))
+
     from zerotui.core.train.control import ControlState
     from zerotui.core.events.stream import EventWriter
     from zerotui.core.plan.schema import load_plan
@@ -45,8 +56,6 @@ def main() -> int:
     plan = load_plan(paths.plan)
     control = ControlState()
     writer = EventWriter(paths.events)
-
-    import os
 
     rank = int(os.environ.get("RANK", "0") or 0)
 

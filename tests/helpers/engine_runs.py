@@ -45,8 +45,10 @@ def launch_for(paths: RunPaths, world: int) -> None:
     write_launch_files(paths, {DS_CONFIG: files[DS_CONFIG]})
 
 
-def run_engine(paths: RunPaths, *args: str, cache: Path, timeout: float = RUN_TIMEOUT) -> dict:
-    env = dict(os.environ, ZEROTUI_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1")
+def run_engine(paths: RunPaths, *args: str, cache: Path, timeout: float = RUN_TIMEOUT,
+               env: dict[str, str] | None = None) -> dict:
+    """``env``: more variables for the runner (engine_runner.py's injected faults)."""
+    env = dict(os.environ, ZEROTUI_CACHE_DIR=str(cache), PYTHONDONTWRITEBYTECODE="1", **(env or {}))
     proc = subprocess.run([sys.executable, str(RUNNER), str(paths.root), *args], capture_output=True, text=True,
                           env=env, timeout=timeout)
     result_file = paths.root / "result.json"
