@@ -11,6 +11,7 @@ optimizer state a resume needs, and DeepSpeed writes the swap files again from i
 """
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Optional, Union
@@ -47,3 +48,45 @@ def remove_swap(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]) ->
     except OSError as err:
         return f"could not remove the NVMe swap folder {target}: {err.strerror or err}; delete it by hand"
     return f"removed the NVMe swap folder {target} ({size / 2**30:.2f} GiB)"
+
+
+#: DeepSpeed's async I/O op does not check what its writes return: a swap file written on a full disk
+#: comes out short, and reading it back fails this assertion, which aborts the process
+#: (ops/csrc/aio/py_lib/deepspeed_py_io_handle.cpp). Seen on a 12 MB disk with --force.
+AIO_SHORT_READ = "is_valid_bytes_to_read"
+#: Less free room than this on the swap folder's disk when a run died counts as a full disk.
+FULL_DISK_BYTES = 64 << 20
+#: How much of worker.log's end is searched for the assertion.
+LOG_TAIL_BYTES = 256 << 10
+
+
+def full_disk_cause(nvme_path: Union[str, Path, None], run_dir: Union[str, Path], log: Path,
+                    needed: Optional[int]) -> Optional[str]:
+    """Why a run with NVMe offload died, where its swap folder's disk is the reason: the assertion DeepSpeed's
+    async I/O aborts with after a short write, or a disk with almost no room left (called before the swap
+    folder is removed, while it still holds what the run wrote). ``needed``: the estimate's NVMe bytes.
+    None where neither is seen."""
+    if nvme_path is None:
+        return None
+    from zerotui.core.hardware.disks import free_bytes_at
+    from zerotui.core.safe_read import open_file
+    from zerotui.core.sizes import format_bytes
+
+    target = swap_dir(nvme_path, run_dir)
+    try:
+        with open_file(log, follow=False) as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL_BYTES))
+            aborted = AIO_SHORT_READ.encode() in fh.read(LOG_TAIL_BYTES)
+    except OSError:
+        aborted = False
+    free = free_bytes_at(target)
+    full = free is not None and free < FULL_DISK_BYTES
+    if not (aborted or full):
+        return None
+    what = ("DeepSpeed's async I/O aborted reading back a swap file shorter than it had written"
+            if aborted else "the disk had no room left")
+    room = f" ({format_bytes(free)} free when the run ended)" if free is not None else ""
+    need = f"; the plan needs about {format_bytes(needed)} there" if needed else ""
+    return (f"the NVMe swap folder's disk ({target.parent}) filled up{room}: {what}{need}. Free that much "
+            f"there and `zerotui resume {Path(run_dir).name}` goes on from the last complete checkpoint, or "
+            "start the run again with --nvme-path on a disk that has the room")

@@ -20,6 +20,8 @@ from zerotui.core.run.launcher import gpu_choice_problem
 
 def check_writable(folder: Path, what: str, hint: str) -> None:
     """Create ``folder`` if needed and write (then remove) a small file in it."""
+    if folder.exists() and not folder.is_dir():
+        raise HardwareError(f"{what} {folder} is a file, not a folder", hint)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".zerotui-probe-", dir=folder)

@@ -33,15 +33,16 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-from zerotui.core.deepspeed.nvme_swap import remove_swap
+from zerotui.core.deepspeed.nvme_swap import full_disk_cause, remove_swap
 from zerotui.core.errors import ZeroTuiError
-from zerotui.core.plan.schema import load_plan
+from zerotui.core.plan.schema import Plan, load_plan
 from zerotui.core.run.deathwatch import DeathWatch
 from zerotui.core.run.notify import Notifier, notifier_for
 from zerotui.core.events.stream import EventWriter, read_end
 from zerotui.core.run.rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
 from zerotui.core.run.verdict import decide
 from zerotui.core.run.folder import RunPaths, read_status, write_status
+from zerotui.core.run.run_files import read_json_file
 
 POLL_S = 0.2
 #: After rank 0 has ended, the other ranks get this long to exit by themselves (they only tear down
@@ -263,14 +264,17 @@ class Supervisor:
     def _conclude(self, launch_error: str = "") -> int:
         records = read_records(self.paths.root)
         rc = self.child.returncode if self.child is not None else None
-        state, reason, culprit = decide(records, self.deaths, rc, self.forced, launch_error, single=self.direct)
+        plan = self._plan()
+        abort_cause = self._swap_disk_cause(plan) if self.deaths and plan is not None else ""
+        state, reason, culprit = decide(records, self.deaths, rc, self.forced, launch_error, single=self.direct,
+                                        abort_cause=abort_cause)
         if self.notes:
             reason = f"{reason}; {'; '.join(self.notes)}"
         pids = sorted({os.getpid(), *self.seen})
         from zerotui.core.hardware.gpu_release import wait_gpu_release
 
         gpu = wait_gpu_release([p for p in pids if p != os.getpid()])
-        self._remove_swap()
+        self._remove_swap(plan)
         r0 = records.get(0, {})
         step = r0.get("step")
         if not isinstance(step, int):  # rank 0 said nothing (killed): the last step it reported
@@ -295,13 +299,28 @@ class Supervisor:
             self.notifier.finish()
         return 0 if state in ("completed", "stopped") else 1
 
-    def _remove_swap(self) -> None:
-        """Every process of the run is gone: its NVMe swap files go too (core/deepspeed/nvme_swap.py)."""
+    def _plan(self) -> Optional[Plan]:
         try:
-            plan = load_plan(self.paths.plan)
+            return load_plan(self.paths.plan)
         except (ZeroTuiError, OSError):
-            return  # a plan that no longer reads named no swap folder this supervisor could trust
-        if plan.uses_nvme():
+            return None  # a plan that no longer reads named no swap folder this supervisor could trust
+
+    def _swap_disk_cause(self, plan: Plan) -> str:
+        """A full NVMe swap disk behind a rank's death (nvme_swap.full_disk_cause), read before the swap
+        folder is removed; '' where the plan swaps to no disk or the disk had room."""
+        if not plan.uses_nvme():
+            return ""
+        try:
+            estimate = read_json_file(self.paths.estimate)
+        except (OSError, ValueError):
+            estimate = None
+        needed = estimate.get("nvme_bytes") if isinstance(estimate, dict) else None
+        needed = int(needed) if isinstance(needed, (int, float)) and not isinstance(needed, bool) else None
+        return full_disk_cause(plan.nvme_path, self.paths.root, self.paths.log, needed) or ""
+
+    def _remove_swap(self, plan: Optional[Plan]) -> None:
+        """Every process of the run is gone: its NVMe swap files go too (core/deepspeed/nvme_swap.py)."""
+        if plan is not None and plan.uses_nvme():
             said = remove_swap(plan.nvme_path, self.paths.root)
             if said:
                 self._log(said)

@@ -8,9 +8,11 @@ from zerotui.core.run.rank_records import describe_wait_status
 
 
 def decide(records: dict[int, dict[str, Any]], deaths: dict[int, dict[str, Any]], launcher_rc: Optional[int],
-           forced: str = "", launch_error: str = "", single: bool = False) -> tuple[str, str, Optional[int]]:
+           forced: str = "", launch_error: str = "", single: bool = False,
+           abort_cause: str = "") -> tuple[str, str, Optional[int]]:
     """(state, reason, the rank to blame or None) from the ranks' records and the deaths seen.
-    ``single``: a run of one process, whose reasons do not name ranks.
+    ``single``: a run of one process, whose reasons do not name ranks. ``abort_cause``: what the supervisor
+    found behind a SIGABRT (NVMe offload's full disk), said in place of the usual guess.
 
     Precedence, most telling first: a rank that failed on its own (an exception that is not a lost peer
     or a timeout); a rank that died and said nothing (kill -9, the OOM killer, a segfault, or killed by
@@ -52,6 +54,8 @@ def decide(records: dict[int, dict[str, Any]], deaths: dict[int, dict[str, Any]]
             reason += f": {how}" if how else " (killed by a signal, or crashed)"
             if "SIGKILL" in how or not how:
                 reason += " — a kill -9 or the kernel's OOM killer (check `dmesg`)"
+            elif "SIGABRT" in how and abort_cause:
+                reason += f" — {abort_cause}"
             elif "SIGABRT" in how:
                 reason += " — NCCL's watchdog aborts a rank whose collective timed out; worker.log has its message"
         return "failed", reason + _others_note(ended, deaths, rank), None if single else rank

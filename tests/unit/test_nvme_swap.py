@@ -82,3 +82,73 @@ def test_preflight_refuses_nvme_offload_where_async_io_cannot_be_built(tmp_path,
         preflight(_nvme_plan(tmp_path / "nvme", max_steps=1), detect(), force=True)
     assert "libaio was not found" in str(err.value) and "apt install libaio-dev" in err.value.hint
     assert "offload to cpu" in err.value.hint
+
+
+#: What DeepSpeed's async I/O op prints before it aborts, as a 12 MB disk filled by a --force run printed it.
+AIO_ABORT = ("python: .../deepspeed/ops/csrc/aio/py_lib/deepspeed_py_io_handle.cpp:34: bool is_valid_bytes_to_read"
+             "(const char*, int64_t, int64_t): Assertion `(file_offset + num_bytes_to_read) <= num_file_bytes' failed.")
+
+
+def _aborting_run(tmp_path, printed: str):
+    """A supervised 'worker' that prints ``printed`` and aborts, as DeepSpeed's async I/O does; the run's
+    plan swaps to NVMe and its swap folder holds a file. The run's run_finished event."""
+    import json
+    import subprocess
+    import sys
+
+    from run_events import events
+    from worker_runs import SUPERVISOR, make_run
+
+    nvme = tmp_path / "nvme"
+    paths = make_run(tmp_path, stage=3, offload_optimizer="nvme", offload_params="nvme", nvme_path=str(nvme))
+    paths.estimate.write_text(json.dumps({"nvme_bytes": 18010368}))
+    swap = swap_dir(nvme, paths.root) / "zero_stage_3"
+    swap.mkdir(parents=True)
+    (swap / "x.swp").write_bytes(b"\0" * 4096)
+    code = f"import os, sys; sys.stderr.write({printed!r} + '\\n'); sys.stderr.flush(); os.abort()"
+    with open(paths.log, "ab") as log:
+        subprocess.run([sys.executable, "-m", SUPERVISOR, str(paths.root), "--direct", "--", sys.executable, "-c",
+                        code], stdout=log, stderr=subprocess.STDOUT, timeout=120, check=False)
+    assert not swap.parent.exists()  # read before the removal, removed all the same
+    (fin,) = events(paths, "run_finished")
+    return paths, fin
+
+
+def test_a_worker_aborted_by_a_full_swap_disk_is_told_what_filled_and_what_to_do(tmp_path):
+    paths, fin = _aborting_run(tmp_path, AIO_ABORT)
+    assert fin["state"] == "failed"
+    reason = fin["reason"]
+    assert "killed by SIGABRT" in reason and "NCCL" not in reason  # the usual guess would mislead here
+    assert f"the NVMe swap folder's disk ({tmp_path / 'nvme'}) filled up" in reason
+    assert "aborted reading back a swap file shorter than it had written" in reason
+    assert "the plan needs about 17.2 MiB there" in reason and f"zerotui resume {paths.name}" in reason
+
+
+def test_an_abort_with_room_on_the_swap_disk_keeps_the_usual_reading(tmp_path):
+    _, fin = _aborting_run(tmp_path, "some other assertion failed")
+    assert "NCCL's watchdog" in fin["reason"] and "filled up" not in fin["reason"]
+
+
+def test_a_nearly_full_swap_disk_is_named_without_the_assertion(tmp_path, monkeypatch):
+    from zerotui.core.deepspeed import nvme_swap
+    from zerotui.core.hardware import disks
+
+    log = tmp_path / "worker.log"
+    log.write_text("Fatal Python error: Aborted\n")
+    monkeypatch.setattr(disks, "free_bytes_at", lambda path: 3 << 20)
+    said = nvme_swap.full_disk_cause(tmp_path / "nvme", tmp_path / "runs" / "r1", log, None)
+    assert said.startswith(f"the NVMe swap folder's disk ({tmp_path / 'nvme'}) filled up (3.0 MiB free")
+    assert "the disk had no room left" in said and "needs about" not in said
+    monkeypatch.setattr(disks, "free_bytes_at", lambda path: 5 << 30)
+    assert nvme_swap.full_disk_cause(tmp_path / "nvme", tmp_path / "runs" / "r1", log, None) is None
+
+
+def test_a_log_that_is_a_link_is_not_followed_for_the_assertion(tmp_path, monkeypatch):
+    from zerotui.core.deepspeed import nvme_swap
+    from zerotui.core.hardware import disks
+
+    elsewhere = tmp_path / "elsewhere.log"
+    elsewhere.write_text(AIO_ABORT)
+    (tmp_path / "worker.log").symlink_to(elsewhere)
+    monkeypatch.setattr(disks, "free_bytes_at", lambda path: 5 << 30)
+    assert nvme_swap.full_disk_cause(tmp_path / "nvme", tmp_path / "r1", tmp_path / "worker.log", 1) is None
