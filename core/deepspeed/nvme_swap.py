@@ -90,3 +90,28 @@ def full_disk_cause(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]
     return (f"the NVMe swap folder's disk ({target.parent}) filled up{room}: {what}{need}. Free that much "
             f"there and `zerotui resume {Path(run_dir).name}` goes on from the last complete checkpoint, or "
             "start the run again with --nvme-path on a disk that has the room")
+
+
+def swap_io_failure(exc: BaseException, nvme_path: Union[str, Path, None],
+                    run_dir: Union[str, Path, None]) -> Optional[str]:
+    """A failure raised inside DeepSpeed's swapping (``runtime/swap_tensor``: a swap file that could not be
+    read or written, which DeepSpeed reports as a bare AssertionError), said with what the run's swap folder
+    looks like now; None for any other failure."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    if nvme_path is None or not any("/swap_tensor/" in f.filename.replace("\\", "/") for f in frames):
+        return None
+    from zerotui.core.hardware.disks import free_bytes_at
+    from zerotui.core.sizes import format_bytes
+
+    target = swap_dir(nvme_path, run_dir)
+    free = free_bytes_at(target)
+    if not target.is_dir():
+        state = f"the swap folder {target} is gone: something removed it while the run was going"
+    elif free is not None and free < FULL_DISK_BYTES:
+        state = f"the disk holding {target} is full ({format_bytes(free)} free)"
+    else:
+        state = f"the swap folder {target} is there" + (f", {format_bytes(free)} free on its disk" if free else "")
+    detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return f"DeepSpeed could not read or write an NVMe offload swap file ({detail[:200]}): {state}"

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 import traceback
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -232,10 +233,17 @@ def _memory_advice(plan: Any, hardware: Any, kind: str) -> tuple[str, str]:
     return estimate_s, change_s
 
 
-def describe_failure(exc: BaseException, where: str, plan: Any = None, hardware: Any = None) -> Failure:
-    """The one-line reason for ``run_finished: failed`` (the traceback goes to worker.log only)."""
+def describe_failure(exc: BaseException, where: str, plan: Any = None, hardware: Any = None,
+                     run_dir: Any = None) -> Failure:
+    """The one-line reason for ``run_finished: failed`` (the traceback goes to worker.log only).
+    ``run_dir``: the run's folder, which names its NVMe swap folder."""
+    from zerotui.core.deepspeed.nvme_swap import swap_io_failure
     from zerotui.core.errors import ZeroTuiError
 
+    swap = swap_io_failure(exc, getattr(plan, "nvme_path", None), run_dir) if run_dir is not None else None
+    if swap:
+        return Failure("error", f"{swap} (in {where}); `zerotui resume {Path(run_dir).name}` writes the swap "
+                       "folder again from the last complete checkpoint")
     kind = oom_kind(exc)
     if kind:
         what = "GPU memory" if kind == "gpu" else "host RAM"
@@ -255,5 +263,6 @@ def describe_failure(exc: BaseException, where: str, plan: Any = None, hardware:
         return Failure(f"oom_{kind}", "; ".join(parts), hint)
     if isinstance(exc, ZeroTuiError):
         return Failure("error", f"{exc.one_line()} (in {where})", exc.hint)
-    return Failure("error", f"{type(exc).__name__} in {where}: {_first_line(exc)}",
+    detail = _first_line(exc)
+    return Failure("error", f"{type(exc).__name__} in {where}" + (f": {detail}" if detail else ""),
                    "worker.log has the full traceback")

@@ -194,7 +194,7 @@ class Worker:
         start_for_run(self.plan.model, self.paths.checkpoints if self.resume else None, self.rank)
 
     def _failure_reason(self, exc: BaseException) -> str:
-        return describe_failure(exc, self.tracker.where(), self.plan, self.hardware).reason
+        return describe_failure(exc, self.tracker.where(), self.plan, self.hardware, self.paths.root).reason
 
     # -- main -------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -335,7 +335,7 @@ class Worker:
 
     def _conclude(self) -> int:
         if self.error is not None:
-            failure = describe_failure(self.error, self.tracker.where(), self.plan, self.hardware)
+            failure = describe_failure(self.error, self.tracker.where(), self.plan, self.hardware, self.paths.root)
             if failure.kind.startswith("oom"):
                 self.emit("alert", kind="oom", message=failure.reason, hint=failure.hint)
             return self._finish("failed", failure.reason)

@@ -97,3 +97,42 @@ def test_an_fp16_run_resumes_from_nvme_at_the_loss_scale_it_stopped_at(tmp_path,
     assert sorted(got) == list(range(1, 13))
     assert [got[s] for s in range(1, 13)] == [ref[s] for s in range(1, 13)]
     assert got[8][0] == 32768
+
+
+def test_a_swap_folder_removed_during_the_run_is_named_in_its_end_and_resume_writes_it_again(tmp_path):
+    """Someone deletes the run's swap folder while it trains: DeepSpeed's next swap-in fails a bare assert
+    (swap_tensor/utils.py); the run's end says which folder went, and a resume carries on from the last
+    checkpoint with the folder written again."""
+    import shutil
+
+    from run_events import wait_until
+    from zerotui.core.events.stream import read_all
+
+    nvme, runs = tmp_path / "nvme", tmp_path / "runs"
+    nvme.mkdir()
+    argv = [sys.executable, "-m", "zerotui.cli.main", "train", "--model", "tiny", "--data", "sample", "--stage", "3",
+            "--offload-optimizer", "nvme", "--offload-params", "nvme", "--nvme-path", str(nvme), "--micro-batch", "2",
+            "--seq-len", "64", "--max-steps", "100000", "--log-interval", "1", "--save-interval", "5",
+            "--save-minutes", "0", "--eval-fraction", "0", "--no-save-final", "--max-samples", "40",
+            "--runs-dir", str(runs), "--json"]
+    r = subprocess.run(argv, check=False, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (paths,) = [RunPaths(p) for p in runs.iterdir()]
+    wait_until(lambda: events(paths, "checkpoint"), 600, "a checkpoint", paths)
+    shutil.rmtree(swap_dir(nvme, paths.root))
+    wait_until(lambda: events(paths, "run_finished"), 120, "the run's end", paths)
+    (fin,) = events(paths, "run_finished")
+    assert fin["state"] == "failed"
+    assert f"the swap folder {swap_dir(nvme, paths.root)} is gone" in fin["reason"], fin["reason"]
+    assert f"`zerotui resume {paths.name}`" in fin["reason"]
+    before = len(read_all(paths.events))
+    r = subprocess.run([sys.executable, "-m", "zerotui.cli.main", "resume", paths.name, "--runs-dir", str(runs),
+                        "--json"], check=False, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    wait_until(lambda: len([e for e in read_all(paths.events)[before:] if e["type"] == "step"]) >= 3, 600,
+               "three steps after the resume", paths)
+    assert swap_dir(nvme, paths.root).is_dir()  # written again from the checkpoint
+    subprocess.run([sys.executable, "-m", "zerotui.cli.main", "stop", paths.name, "--runs-dir", str(runs), "--now",
+                    "--wait"], check=False, capture_output=True, timeout=300)
+    wait_until(lambda: len(events(paths, "run_finished")) == 2, 60, "the resumed run's end", paths)
+    assert [p.name for p in nvme.iterdir()] == []  # removed by the supervisor before it wrote the end

@@ -152,3 +152,35 @@ def test_a_log_that_is_a_link_is_not_followed_for_the_assertion(tmp_path, monkey
     (tmp_path / "worker.log").symlink_to(elsewhere)
     monkeypatch.setattr(disks, "free_bytes_at", lambda path: 5 << 30)
     assert nvme_swap.full_disk_cause(tmp_path / "nvme", tmp_path / "r1", tmp_path / "worker.log", 1) is None
+
+
+def _raised_in(filename: str) -> BaseException:
+    """A bare AssertionError raised from code that says it is ``filename``, as DeepSpeed's swap_in_tensors
+    raises one when async_pread fails."""
+    namespace: dict = {}
+    exec(compile("def swap_in():\n    assert False\n", filename, "exec"), namespace)
+    try:
+        namespace["swap_in"]()
+    except AssertionError as err:
+        return err
+    raise AssertionError("not raised")
+
+
+def test_a_failed_swap_read_names_the_swap_folder_and_its_state(tmp_path):
+    from zerotui.core.run.monitor import describe_failure
+
+    plan, run = _nvme_plan(tmp_path / "nvme"), tmp_path / "runs" / "r1"
+    swapping = _raised_in("/venv/site-packages/deepspeed/runtime/swap_tensor/utils.py")
+    gone = describe_failure(swapping, "training step 21", plan, None, run).reason
+    assert gone.startswith("DeepSpeed could not read or write an NVMe offload swap file (AssertionError): "
+                           f"the swap folder {swap_dir(tmp_path / 'nvme', run)} is gone")
+    assert gone.endswith("(in training step 21); `zerotui resume r1` writes the swap folder again from the last "
+                         "complete checkpoint")
+    swap_dir(tmp_path / "nvme", run).mkdir(parents=True)
+    assert "is there, " in describe_failure(swapping, "training step 21", plan, None, run).reason
+    # The same error raised anywhere else, or in a run without NVMe offload, reads as before
+    elsewhere = _raised_in("/venv/site-packages/deepspeed/runtime/engine.py")
+    assert describe_failure(elsewhere, "training step 21", plan, None, run).reason == \
+        "AssertionError in training step 21"  # a bare assertion: no empty ': ' after it
+    host = plan.with_changes(offload_optimizer="cpu", offload_params="cpu", nvme_path=None)
+    assert describe_failure(swapping, "training step 21", host, None, run).reason.startswith("AssertionError in")
