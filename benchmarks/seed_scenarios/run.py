@@ -61,6 +61,11 @@ SHAPES: dict[str, dict[str, Any]] = {
     "1b128k": dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                    num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
                    rms_norm_eps=1e-5, tie_word_embeddings=True, rope_theta=500000.0),
+    # The estimator sweeps' llama-0.1b: big enough that every matrix passes DeepSpeed's 1 MiB NVMe swap
+    # threshold, small enough for this harness's CPU dry run (NVMe swap sizes, 2026-12-05).
+    "0.1b": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                 num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=2048,
+                 rms_norm_eps=1e-5, tie_word_embeddings=False),
     "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),
@@ -323,6 +328,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                      grad_ckpt=True), "seed"),
     "tiny-nvme-seed": ("tiny", dict(method="full", precision="fp32", stage=3, offload_optimizer="nvme",
                                     offload_params="nvme", micro_batch=2, grad_accum=2, seq_len=128), "seed"),
+    # On the CPU (--dry-run): the swap folder's size with every matrix swapped, against the estimate.
+    "0.1b-nvme-cpu": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                   micro_batch=2, grad_accum=1, seq_len=128), "seed"),
+    "0.1b-nvme-both-cpu": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                        offload_params="nvme", micro_batch=2, grad_accum=1, seq_len=128), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }
