@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engine_runs import events, losses, make_run, run_engine
+from engine_runs import events, losses, make_run, run_engine, run_engine_ranks
 from zerotui.core.deepspeed.nvme_swap import remove_swap, swap_dir
 from zerotui.core.run.folder import RunPaths
 
@@ -136,3 +136,25 @@ def test_a_swap_folder_removed_during_the_run_is_named_in_its_end_and_resume_wri
                     "--wait"], check=False, capture_output=True, timeout=300)
     wait_until(lambda: len(events(paths, "run_finished")) == 2, 60, "the resumed run's end", paths)
     assert [p.name for p in nvme.iterdir()] == []  # removed by the supervisor before it wrote the end
+
+
+def test_two_ranks_swap_apart_and_resume_from_nvme_to_the_bit(tmp_path, cache):
+    """Two CPU ranks (gloo), as the launcher starts two GPUs' workers: each rank swaps its own partition
+    into rank<R> folders inside the run's one swap folder, and after a stop, the folder's removal and a
+    resume, each rank's checkpoint file gives back its own Adam state (nvme_resume reads the rank's file):
+    the losses match two ranks offloading to host RAM, uninterrupted, to the bit."""
+    nvme = tmp_path / "nvme"
+    nvme.mkdir()
+    host = make_run(tmp_path / "host", world=2, offload_optimizer="cpu", offload_params="cpu", **RUN)
+    assert [r["state"] for r in run_engine_ranks(host, 2, cache=cache)] == ["completed"] * 2
+    paths = make_run(tmp_path / "nv", world=2, offload_optimizer="nvme", offload_params="nvme", nvme_path=str(nvme),
+                     **RUN)
+    assert [r["step"] for r in run_engine_ranks(paths, 2, "--stop-after", "7", cache=cache)] == [7, 7]
+    mine = swap_dir(nvme, paths.root) / "zero_stage_3"
+    assert sorted(p.name for p in (mine / "optimizer").iterdir()) == ["rank0", "rank1"]
+    assert all(any((mine / "optimizer" / r).glob("*.swp")) for r in ("rank0", "rank1"))
+    remove_swap(nvme, paths.root)
+    assert [r["step"] for r in run_engine_ranks(paths, 2, "--resume", cache=cache)] == [20, 20]
+    ref, got = losses(host), losses(paths)
+    assert sorted(got) == list(range(1, 21))
+    assert [got[s] for s in range(1, 21)] == [ref[s] for s in range(1, 21)]
