@@ -170,20 +170,37 @@ def _why(err: BaseException) -> str:
     return "nested too deeply" if isinstance(err, RecursionError) else str(err).split(";")[0][:80]
 
 
+#: The csv module refuses a field over 128 KiB by default; a document in one cell is a normal row here
+#: (the whole file is in memory already, so no field can be larger than it).
+csv.field_size_limit(2**31 - 1)
+
+
 def _parse_csv(text: str) -> tuple[list, list, BadRows]:
     reader = csv.DictReader(io.StringIO(text, newline=""))
     rows, where, bad = [], [], BadRows()
-    header = reader.fieldnames or []
-    for row in reader:
-        n = reader.line_num
-        if None in row:  # more fields than the header
-            bad.add(f"line {n}", f"{len(header) + len(row[None])} fields, the header has {len(header)}")
-            continue
-        if any(v is None for v in row.values()):
-            bad.add(f"line {n}", f"fewer fields than the header's {len(header)}")
-            continue
-        rows.append(row)
-        where.append(f"line {n}")
+    try:
+        header = reader.fieldnames or []
+        first = reader.line_num + 1
+        for row in reader:
+            n, first = first, reader.line_num + 1
+            if None in row:  # more fields than the header
+                bad.add(f"line {n}", f"{len(header) + len(row[None])} fields, the header has {len(header)}")
+                continue
+            if any(v is None for v in row.values()):
+                bad.add(f"line {n}", f"fewer fields than the header's {len(header)}")
+                continue
+            rows.append(row)
+            where.append(f"line {n}")
+    except csv.Error as err:  # e.g. a NUL inside a quoted field
+        bad.add(f"line {reader.line_num}", f"not readable as CSV ({err}); the rest of the file was not read")
+    if rows and text.count('"') % 2 and not text.rstrip().endswith('"') \
+            and reader.line_num > int(where[-1].split()[1]):
+        # A quote opened and never closed: the csv module reads everything after it as one field, so the
+        # rows after it would train as one long value. That row is dropped and said to be.
+        opened = where.pop()
+        rows.pop()
+        bad.add(opened, f"a quote opened here is never closed: lines {opened.split()[1]}-{reader.line_num} were "
+                        "read as one row, skipped")
     return rows, where, bad
 
 

@@ -22,12 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from zerotui.core.atomic import honour_umask
-from zerotui.core.errors import RunError
+from zerotui.core.errors import RunError, StorageError
+from zerotui.core.sizes import format_bytes
 from zerotui.core.export import verify
 from zerotui.core.export.checkpoint_load import load_checkpoint
+from zerotui.core.export.final_check import final_problem
 from zerotui.core.export.merge_full import save_model, write_full
 from zerotui.core.export.merge_lora import merged_lora, torch_dtype_of
-from zerotui.core.export.room import check_room, estimate_need
+from zerotui.core.export.room import check_room, estimate_need, free_disk
 
 DTYPES = ("bf16", "fp16", "fp32")
 FORMATS = ("safetensors", "bnb-4bit", "gguf")
@@ -98,6 +100,14 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         raise RunError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
     final = run_paths.final
     use_final = checkpoint is None and ((final / "config.json").exists() or (final / "adapter_config.json").exists())
+    damaged = final_problem(final, plan) if use_final else ""
+    if damaged:  # the newest complete checkpoint holds the same weights; without one, say what is wrong
+        if not any(c.complete for c in list_checkpoints(run_paths.checkpoints)):
+            raise RunError(f"run {run_paths.name}: final/{damaged}, and the run has no complete checkpoint to "
+                           "merge instead", "restore final/ from a copy, or train the run again")
+        use_final = False
+        if notes is not None:
+            notes.append(f"final/{damaged}: merged the newest complete checkpoint instead")
     if not use_final and checkpoint in (None, "latest") and not any(c.complete for c in list_checkpoints(run_paths.checkpoints)):
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
@@ -147,8 +157,13 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         if out.exists():
             out.rmdir()  # empty (checked above)
         os.rename(tmp, out)
-    except BaseException:
+    except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
+        if _disk_filled(err):  # the tokenizers library raises a bare Exception for ENOSPC, not OSError
+            raise StorageError(f"the disk at {out.parent} filled up while {need.what} was written "
+                               f"({format_bytes(free_disk(out.parent))} free now, about "
+                               f"{format_bytes(need.disk)} needed); nothing was left behind",
+                               "free space there, or give -o a folder on a disk with more room") from None
         raise
     finally:
         if staged != tmp:
@@ -213,3 +228,10 @@ def run_tokenizer(plan: Any, final: Path) -> Any:
     from zerotui.core.model.load import load_tokenizer
 
     return load_tokenizer(plan)
+
+
+def _disk_filled(err: BaseException) -> bool:
+    import errno
+
+    return (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) \
+        or "No space left on device" in str(err) or "Disk quota exceeded" in str(err)

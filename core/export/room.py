@@ -34,8 +34,13 @@ FOUR_BIT_FRACTION = 0.5
 class Need:
     ram: int
     disk: int
-    what: str  # "a bf16 lora merge of 6.74e9 weights as safetensors", for the refusal line
+    what: str  # "a bf16 lora merge of 6.74 billion weights as safetensors", for the refusal line
     dtype: str = "bf16"
+
+
+#: The tokenizer and config files beside the weights: up to 33 MB (Gemma 3's tokenizer.json; Llama 3's is
+#: 9 MB). Left out, a merge of the tiny model onto a 2 MB disk passed the check and filled the disk.
+TOKENIZER_FILES = 40 << 20
 
 
 def estimate_need(params: int, dtype: str, shard: int, kind: str, stage: int = 3,
@@ -56,7 +61,16 @@ def estimate_need(params: int, dtype: str, shard: int, kind: str, stage: int = 3
         disk = size + int(size * FOUR_BIT_FRACTION)  # the staged 16-bit folder, then the 4-bit one
     elif fmt == "gguf":
         disk = 2 * size
-    return Need(ram, disk, f"a {dtype} {kind} merge of {params / 1e9:.2f}e9 weights as {fmt}", dtype)
+    disk += TOKENIZER_FILES
+    return Need(ram, disk, f"a {dtype} {kind} merge of {_count(params)} weights as {fmt}", dtype)
+
+
+def _count(n: int) -> str:
+    """6.74e9 -> '6.74 billion'; the tiny model's 1M was '0.00e9'."""
+    for size, word in ((1e9, "billion"), (1e6, "million"), (1e3, "thousand")):
+        if n >= size:
+            return f"{n / size:.2f} {word}"
+    return str(n)
 
 
 def available_ram() -> int:

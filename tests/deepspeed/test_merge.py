@@ -236,3 +236,76 @@ def test_gguf_refuses_an_architecture_it_has_no_layout_for(tmp_path):
     (run.final / "adapter_config.json").write_text("{}")
     with pytest.raises(RunError, match="GGUF export supports the Llama architecture; this run's model is 'qwen2'"):
         merge_run(run, tmp_path / "out", fmt="gguf")
+
+
+def _copy_run(run, to):
+    import shutil
+
+    shutil.copytree(run.root, to, symlinks=True)
+    from zerotui.core.run.folder import RunPaths
+
+    return RunPaths(to)
+
+
+@pytest.mark.parametrize("damage", ["truncated", "missing", "link", "rank", "not-lora"])
+def test_a_damaged_final_adapter_is_named_and_the_checkpoint_merged_instead(tmp_path, lora_run, damage):
+    """final/ edited, cut or replaced after the run: each reached PEFT or safetensors and came back as a
+    traceback (a 'Repo id' error, a header error, a 512 GB allocation for a rank of 10^9). Now final/ is
+    checked first, named in a note, and the newest complete checkpoint is merged; it gives what the
+    checkpoint alone gives."""
+    run = _copy_run(lora_run, tmp_path / "run")
+    weights, config = run.final / "adapter_model.safetensors", run.final / "adapter_config.json"
+    if damage == "truncated":
+        weights.write_bytes(weights.read_bytes()[:500])
+    elif damage == "missing":
+        weights.unlink()
+    elif damage == "link":
+        weights.unlink()
+        weights.symlink_to("/dev/zero")
+    else:
+        cfg = json.loads(config.read_text())
+        cfg.update(r=10**9) if damage == "rank" else cfg.pop("peft_type")
+        config.write_text(json.dumps(cfg))
+    notes: list[str] = []
+    out = merge_run(run, tmp_path / "merged", dtype="fp32", notes=notes)
+    said = {"truncated": "final/adapter_model.safetensors is damaged", "missing":
+            "final/adapter_model.safetensors: no such file", "link": "final/adapter_model.safetensors: is a symlink",
+            "rank": "final/adapter_config.json says rank 1000000000 where the run trained rank 16",
+            "not-lora": "final/adapter_config.json names no LoRA adapter"}[damage]
+    assert len(notes) == 1 and notes[0].startswith(said) and notes[0].endswith("merged the newest complete "
+                                                                               "checkpoint instead"), notes
+    from_ckpt = merge_run(lora_run, tmp_path / "ckpt", checkpoint="latest", dtype="fp32")
+    torch.testing.assert_close(logits(load(out)), logits(load(from_ckpt)), atol=0, rtol=0)
+
+
+def test_a_damaged_final_without_a_checkpoint_says_what_is_wrong(tmp_path, lora_run):
+    import shutil
+
+    run = _copy_run(lora_run, tmp_path / "run")
+    shutil.rmtree(run.checkpoints)
+    run.checkpoints.mkdir()
+    (run.final / "adapter_model.safetensors").write_bytes(b"\0" * 100)
+    with pytest.raises(RunError) as err:
+        merge_run(run, tmp_path / "out")
+    assert err.value.message.startswith("run run: final/adapter_model.safetensors is damaged")
+    assert "no complete checkpoint to merge instead" in err.value.message
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_disk_that_fills_during_the_merge_is_said_and_leaves_nothing(tmp_path, lora_run, monkeypatch):
+    """The tokenizers library reports ENOSPC as a bare Exception ("No space left on device (os error 28)"),
+    which went past the merge's error handling as a traceback (a 2 MB tmpfs). Made to fail the same way
+    here, since a full disk needs a mount."""
+    from zerotui.core.errors import StorageError
+    from zerotui.core.export import merge as merge_mod
+
+    class FullDisk:
+        def save_pretrained(self, folder):
+            raise Exception("No space left on device (os error 28)")
+
+    monkeypatch.setattr(merge_mod, "run_tokenizer", lambda plan, final: FullDisk())
+    with pytest.raises(StorageError) as err:
+        merge_run(lora_run, tmp_path / "out")
+    assert err.value.message.startswith(f"the disk at {tmp_path} filled up while a bf16 lora merge of ")
+    assert "nothing was left behind" in err.value.message and "-o a folder on a disk" in err.value.hint
+    assert list(tmp_path.iterdir()) == []

@@ -299,3 +299,32 @@ def test_sampler_resumes_at_the_same_place_and_ranks_partition_each_batch():
 def test_sampler_refuses_data_smaller_than_one_global_batch():
     with pytest.raises(DataError, match="fewer than one micro-batch"):
         DataOrder(7, micro_batch=4, world=2, rank=0, seed=0)
+
+
+def test_a_csv_cell_larger_than_the_csv_modules_default_limit_is_a_row(tmp_path):
+    """One document of 200,000 characters in a cell: the csv module's 128 KiB field limit raised
+    _csv.Error out of the launch's pre-check (a traceback)."""
+    from zerotui.core.data.files import read_rows
+
+    f = tmp_path / "big.csv"
+    f.write_text("text\n" + "".join(f"row {i}\n" for i in range(20)) + '"' + "a" * 200_000 + '"\n')
+    rows = read_rows(str(f))
+    assert len(rows.rows) == 21 and len(rows.rows[-1]["text"]) == 200_000 and rows.bad.count == 0
+
+
+def test_an_unclosed_csv_quote_is_reported_not_trained_as_one_row(tmp_path):
+    """A quote opened and never closed made the csv module read the 50 rows after it as one value,
+    silently; that row is now skipped and named, and the rows before it are kept."""
+    from zerotui.core.data.files import read_rows
+
+    f = tmp_path / "unterm.csv"
+    f.write_text("text\n" + "".join(f"a {i}\n" for i in range(50)) + '"unterminated\n'
+                 + "".join(f"b {i}\n" for i in range(50)))
+    rows = read_rows(str(f))
+    assert [r["text"] for r in rows.rows] == [f"a {i}" for i in range(50)]
+    assert rows.bad.examples == ["line 52: a quote opened here is never closed: lines 52-102 were read as one "
+                                 "row, skipped"]
+    # Quoted fields that span lines and doubled quotes are CSV as it should be: untouched
+    ok = tmp_path / "ok.csv"
+    ok.write_text('text,x\n"multi\nline",1\nplain,2\n"he said ""hi""",3\n')
+    assert [r["text"] for r in read_rows(str(ok)).rows] == ["multi\nline", "plain", 'he said "hi"']
