@@ -72,7 +72,7 @@ def add_plan_options(parser: argparse.ArgumentParser, with_source: bool = True) 
         public = info.alias or name
         flag = _flag(public)
         dest = f"plan__{name}"
-        help_ = info.description or ""
+        help_ = (info.description or "").replace("%", "%%")  # argparse formats help with %
         tp = _unwrap_optional(info.annotation)
         origin = typing.get_origin(tp)
         kwargs: dict[str, Any] = {"dest": dest, "default": argparse.SUPPRESS, "help": help_}
@@ -96,7 +96,7 @@ def add_plan_options(parser: argparse.ArgumentParser, with_source: bool = True) 
             kwargs["type"] = tp
             kwargs["metavar"] = "N" if tp is int else "X"
         elif tp is Path:
-            kwargs["type"] = Path
+            kwargs["type"] = str  # the Plan makes the Path, after refusing an empty one ("" is ".")
             kwargs["metavar"] = "PATH"
         else:
             kwargs["type"] = str

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
+from zerotui.cli.arg_types import folder
 from zerotui.core.errors import RunError
 
 
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", metavar="RUN",
                         help="run folder, name, or a unique part of it (default: the newest live run, "
                              "else the newest run)")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR",
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR",
                         help="where the runs are (default: the user data folder, or ZEROTUI_RUNS_DIR)")
     parser.add_argument("--json", action="store_true",
                         help="print {default, runs: [...]} (the runs the dashboard would offer) instead of opening it")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from zerotui.cli.arg_types import folder
 from zerotui.core.errors import RunError
 
 EXIT_WORDS = ("/exit", "/quit")
@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
                         help="sampling temperature; 0 (the default) is greedy: the same answer every time")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for sampling (temperature > 0)")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where runs live (default: the user data folder)")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where runs live (default: the user data folder)")
     parser.add_argument("--json", action="store_true", help="print the answer as one JSON object (no streaming)")
 
 

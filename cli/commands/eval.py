@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
+from zerotui.cli.arg_types import folder
 from zerotui.core.errors import RunError
 
 
@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, metavar="N",
                         help=f"held-out prompts answered for ROUGE-L (default: {DEFAULT_SAMPLES}; 0: perplexity "
                              "only); the perplexity always covers the whole held-out split")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where runs live (default: the user data folder)")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where runs live (default: the user data folder)")
     parser.add_argument("--json", action="store_true",
                         help="print the eval event, the run and every generated answer as JSON")
 

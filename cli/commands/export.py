@@ -3,8 +3,8 @@ plain ``deepspeed`` command, with DIR as the run directory of zerotui's worker (
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from zerotui.cli.arg_types import folder
 from zerotui.cli.plan_options import add_plan_options, plan_from_args
 from zerotui.core.errors import PlanError
 
@@ -12,7 +12,7 @@ from zerotui.core.errors import PlanError
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("source", nargs="?", metavar="PRESET|PLAN.yaml",
                         help="a preset name or a plan file (options below override it)")
-    parser.add_argument("-o", "--out", required=True, type=Path, metavar="DIR",
+    parser.add_argument("-o", "--out", required=True, type=folder, metavar="DIR",
                         help="folder to write ds_config.json, plan.yaml and launch.sh into")
     parser.add_argument("--force", action="store_true", help="replace those files if they exist")
     parser.add_argument("--json", action="store_true",

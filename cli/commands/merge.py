@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
+
+from zerotui.cli.arg_types import folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from zerotui.core.export.merge import DEFAULT_SHARD, FORMATS
 
     parser.add_argument("run", metavar="RUN", help="run folder, name, or unique part of a name (`zerotui runs`)")
-    parser.add_argument("-o", "--output", required=True, type=Path, metavar="DIR",
+    parser.add_argument("-o", "--output", required=True, type=folder, metavar="DIR",
                         help="new (or empty) folder for the model; never overwritten")
     parser.add_argument("--checkpoint", metavar="TAG",
                         help="merge this checkpoint (step120, 120 or latest) instead of final/")
@@ -24,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="largest safetensors file, e.g. 5GB (default) or 2GiB")
     parser.add_argument("--force", action="store_true",
                         help="go ahead although the RAM estimate exceeds what is available (never the disk)")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where runs live (default: the user data folder)")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where runs live (default: the user data folder)")
     parser.add_argument("--json", action="store_true",
                         help="print the result as JSON (paths, sizes, dtype, verification)")
 

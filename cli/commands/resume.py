@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from zerotui.cli.arg_types import folder
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -11,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--foreground", action="store_true", help="stay attached and print steps until it ends")
     parser.add_argument("--force", action="store_true",
                         help="resume even when the memory estimate says the plan does not fit")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where the runs are (default: the user data folder)")
     parser.add_argument("--json", action="store_true",
                         help="print {run, path, pid} as JSON; with --foreground, the run's end once it has ended")
 

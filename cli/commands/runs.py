@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 from typing import Any
 
+from zerotui.cli.arg_types import folder
 from zerotui.core.events.stream import as_float
 from zerotui.core.run.overview import eval_figures, latest_eval
 from zerotui.core.timefmt import format_duration
@@ -18,7 +18,7 @@ DEFAULT_SHOWN = 20  # without --all: live runs plus the newest others, up to thi
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print a JSON list, one object per run")
     parser.add_argument("--all", action="store_true", help=f"list every run (default: the newest {DEFAULT_SHOWN})")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where the runs are (default: the user data folder)")
 
 
 def run_record(summary: Any, now: float) -> dict[str, Any]:

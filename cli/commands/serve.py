@@ -7,15 +7,15 @@ http://localhost:8000 on your own machine.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
+from zerotui.cli.arg_types import folder
 from zerotui.core.errors import PlanError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", metavar="RUN",
                         help="run to show (default: the newest live run, else the newest run)")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where the runs are")
     parser.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default 127.0.0.1; others need the printed token)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")

@@ -6,8 +6,8 @@ import argparse
 import json
 import os
 import time
-from pathlib import Path
 
+from zerotui.cli.arg_types import folder
 from zerotui.core.errors import RunError
 from zerotui.core.timefmt import format_ago
 
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--now", action="store_true",
                         help="stop at the next step without saving a checkpoint")
     parser.add_argument("--wait", action="store_true", help="wait until the run has ended")
-    parser.add_argument("--runs-dir", type=Path, metavar="DIR", help="where the runs are (default: the user data folder)")
+    parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where the runs are (default: the user data folder)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object {run, command, ack, events, finished, exit, exit_code} at the end")
 

@@ -19,6 +19,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 from zerotui.core.errors import PlanError
 from zerotui.core.plan.data_source import DataSpec, parse_data
 from zerotui.core.plan.describe import describe_validation_error, yaml_error
+from zerotui.core.plan.overrides import check_overrides
 from zerotui.core.safe_read import (PLAN_BYTES, MAX_INT, ValueProblem, as_error, check_value,
                                     describe, load_yaml, quote, read_text)
 from zerotui.core.sizes import parse_size
@@ -31,12 +32,6 @@ DataFormat = Literal["auto", "text", "alpaca", "chat", "prompt_response"]
 Attention = Literal["sdpa", "eager", "flash"]
 Kernels = Literal["auto", "liger", "none"]
 Schedule = Literal["cosine", "linear", "constant"]
-
-#: ds_config sections DeepSpeed reads as objects (deepspeed/runtime/config.py reads each with
-#: get(param_dict, key, {}) and passes it to a pydantic config class).
-DS_OBJECT_SECTIONS = ("zero_optimization", "optimizer", "scheduler", "fp16", "bf16", "activation_checkpointing",
-                      "aio", "tensorboard", "csv_monitor", "wandb", "flops_profiler", "comms_logger",
-                      "checkpoint", "data_efficiency", "compression_training", "autotuning", "elasticity")
 
 #: The model name that selects the built-in tiny Llama-family model (no download needed).
 TINY_MODEL = "tiny"
@@ -239,17 +234,13 @@ class Plan(BaseModel):
     @field_validator("ds_overrides")
     @classmethod
     def _overrides_shape(cls, value: dict[str, Any]) -> dict[str, Any]:
-        # DeepSpeed unpacks these sections as keyword arguments (DeepSpeedZeroConfig(**section)): a number
-        # there fails deep inside deepspeed.initialize with a TypeError, after the model has loaded.
-        try:  # what reaches ds_config.json is bounded JSON: no inf, no 5,000-digit integers, no deep nests
-            check_value(value, max_values=PLAN_VALUES)
-        except ValueProblem as err:
-            raise ValueError(f"ds_overrides{'.' + err.where if err.where else ''} {err.what}; {err.fix}") from None
-        for key in DS_OBJECT_SECTIONS:
-            section = value.get(key)
-            if section is not None and not isinstance(section, dict):
-                raise ValueError(f"ds_overrides.{key} must be a JSON object like {{\"key\": value}} "
-                                 f"(got {section!r}); use null to remove the section")
+        return check_overrides(value, PLAN_VALUES)
+
+    @field_validator("runs_dir", "nvme_path", "hostfile", "model_config_path", mode="before")
+    @classmethod
+    def _not_empty(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str) and not value.strip():  # Path("") is ".", the folder zerotui started in
+            raise ValueError(f"{info.field_name} is empty; give a path, or leave it out for the default")
         return value
 
     @field_validator("*")

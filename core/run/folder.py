@@ -264,6 +264,9 @@ def summarise(paths: RunPaths) -> RunSummary:
 def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_live: bool = True) -> RunPaths:
     """A run by folder path, folder name, or unique name fragment; None picks the newest (live first)."""
     base = runs_dir or default_runs_dir()
+    if name is not None and not name.strip():  # an unset shell variable: never "the newest run" by accident
+        raise RunError("the run's name is empty", "give a run's name or folder (`zerotui runs` lists them), or "
+                                                  "leave it out for the newest run")
     if name:
         p = Path(name).expanduser()
         if p.is_dir() and (os.path.lexists(p / "plan.yaml") or os.path.lexists(p / "events.jsonl")):

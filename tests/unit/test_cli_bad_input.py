@@ -65,6 +65,14 @@ CASES = [
     (["import", "nvme.json", "-o", "plan.yaml"], ["nvme_path", "--nvme-path"]),
     (["import", "ok.json", "-o", "existing.yaml"], ["existing.yaml", "already exists"]),
     (["import", "ok.json", "--stage", "9"], ["--stage", "9"]),
+    # An empty value (an unset shell variable): "" is Path("."), and `train --runs-dir ""` wrote its run
+    # into the current folder; `merge ""` merged the newest run
+    (["train", "tiny-cpu-demo", "--runs-dir", ""], ["runs_dir is empty"]),
+    ([*EXPORT, "--stage", "3", "--offload-optimizer", "nvme", "--nvme-path", ""], ["nvme_path is empty"]),
+    (["runs", "--runs-dir", ""], ["--runs-dir", "is empty"]),
+    (["merge", "some-run", "-o", ""], ["-o/--output", "is empty"]),
+    (["resume", "", "--runs-dir", "."], ["the run's name is empty"]),
+    (["merge", "", "-o", "out", "--runs-dir", "."], ["the run's name is empty"]),
 ]
 
 
@@ -93,3 +101,16 @@ def test_export_force_replaces_and_a_good_export_still_works(zerotui_cli, tmp_pa
     r = zerotui_cli("export", "tiny-cpu-demo", "-o", "taken", "--force")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "taken" / "ds_config.json").read_text())["train_micro_batch_size_per_gpu"] == 8
+
+
+def test_every_commands_help_reads_as_words():
+    """A '%' in a plan field's description ("~30% slower") made argparse print its own dict of the option
+    into `zerotui train --help`; every command's help must format cleanly."""
+    from zerotui.cli.main import COMMANDS, _subparser, build_parser
+
+    parser = build_parser()
+    for name in COMMANDS:
+        text = _subparser(parser, name).format_help()
+        assert "option_strings" not in text and "%(" not in text, (name, text[:400])
+    train = _subparser(parser, "train").format_help()
+    assert "~30% slower" in " ".join(train.split())
