@@ -328,3 +328,23 @@ def test_an_unclosed_csv_quote_is_reported_not_trained_as_one_row(tmp_path):
     ok = tmp_path / "ok.csv"
     ok.write_text('text,x\n"multi\nline",1\nplain,2\n"he said ""hi""",3\n')
     assert [r["text"] for r in read_rows(str(ok)).rows] == ["multi\nline", "plain", 'he said "hi"']
+
+
+def test_a_huge_row_is_cut_before_tokenising_and_keeps_its_first_tokens(tok, monkeypatch):
+    """A 300 MB row was tokenised whole (21 GB resident, the OOM killer); rows are cut to what can reach
+    their first seq_len tokens first. Here the cut rows give the tokens, labels and counts the whole rows
+    give: one word of 400,000 letters, prose, and a prompt/answer row whose answer starts past the cut."""
+    from zerotui.core.data import tokenise as tk
+    from zerotui.core.data.prompts import Rendered
+
+    words = " ".join(f"w{i % 977} and, {i}!" for i in range(40_000))
+    rows = [Rendered("a" * 400_000, train_all=True), Rendered(words, train_all=True),
+            Rendered("Q: " + words + " A: yes", spans=[(len(words) + 6, len(words) + 10)]),
+            Rendered("short row", train_all=True)]
+    assert tk.char_limit(tok, 64) < 200_000  # the first three are cut
+    cut_stats, whole_stats = tk.TokeniseStats(), tk.TokeniseStats()
+    cut = tk.tokenise(rows, tok, 64, cut_stats)
+    monkeypatch.setattr(tk, "char_limit", lambda tokenizer, seq_len: 2**62)
+    whole = tk.tokenise(rows, tok, 64, whole_stats)
+    assert cut == whole and cut[2] is None and len(cut[0][0]) == 64
+    assert (cut_stats.truncated, cut_stats.no_target) == (whole_stats.truncated, whole_stats.no_target) == (3, 1)
