@@ -7,7 +7,8 @@ the list lost it. Reading the whole file for every refresh is not an option eith
 * blocks of ``BLOCK`` bytes from the end, each searched for the event's type as the writer spells it
   (``"type":"eval"``, ``stream.encode``'s compact separators) before any JSON is decoded;
 * at most ``LIMIT`` bytes in all, so a runaway file costs a bounded read (measured on this machine:
-  reading 100 MB from the page cache took 0.06 s and a ``rfind`` over it 0.04 s);
+  reading 100 MB from the page cache took 0.06 s and a ``rfind`` over it 0.04 s), and a line longer than
+  ``LONGEST_LINE`` is passed over whole (only its start is looked for);
 * what a scan found is remembered per file (inode, size): the next call on an append-only file reads
   only the bytes added since, so a list refreshed every two seconds pays the long scan once.
 """
@@ -23,6 +24,9 @@ from zerotui.core.safe_read import open_file
 
 BLOCK = 1 << 20
 LIMIT = 512 << 20
+#: A line longer than this is passed over, not kept: no event the worker writes comes near it, and
+#: gathering a 1 GB line block by block copied it again with every block (110 s for `zerotui runs`).
+LONGEST_LINE = 16 << 20
 #: Files remembered at once; a runs folder with more than this just rescans the oldest ones.
 REMEMBERED = 512
 
@@ -54,16 +58,24 @@ def _scan(fh, type_: str, start: int, end: int, limit: int) -> tuple[dict | None
     bytes were read."""
     needle = _needle(type_)
     carry = b""  # the head of the block read before: a line that began in the block about to be read
+    skipping = False  # inside a line over LONGEST_LINE: read back to its start without keeping it
     pos = end
     floor = max(start, end - limit)
     while pos > floor:
         lo = max(floor, pos - BLOCK)
         fh.seek(lo)
-        blob = fh.read(pos - lo) + carry
+        blob = fh.read(pos - lo)
         pos = lo
+        if skipping:
+            cut = blob.rfind(b"\n")
+            if cut == -1:
+                continue
+            blob, skipping = blob[:cut + 1], False
+        else:
+            blob += carry
         whole_from = 0 if pos == start else blob.find(b"\n") + 1  # before it: a line begun further back
         if pos != start and whole_from == 0:  # one line longer than the block: keep reading it
-            carry = blob
+            carry, skipping = _keep(blob)
             continue
         hit = blob.rfind(needle, whole_from)
         while hit != -1:
@@ -76,8 +88,14 @@ def _scan(fh, type_: str, start: int, end: int, limit: int) -> tuple[dict | None
             if isinstance(ev, dict) and ev.get("type") == type_:
                 return ev, end - pos
             hit = blob.rfind(needle, whole_from, a) if a > whole_from else -1
-        carry = blob[:whole_from]
+        carry, skipping = _keep(blob[:whole_from])
     return None, end - pos
+
+
+def _keep(head: bytes) -> tuple[bytes, bool]:
+    """(what to carry into the next block back, whether to skip to the line's start instead): the head
+    of a line begun further back is kept unless it is already longer than any event."""
+    return (b"", True) if len(head) > LONGEST_LINE else (head, False)
 
 
 def latest_of_type(path: Path | str, type_: str, limit: int = LIMIT) -> dict | None:

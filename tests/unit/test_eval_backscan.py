@@ -101,3 +101,37 @@ def test_a_file_replaced_under_the_same_name_is_read_again(tmp_path):
     new.replace(path)  # another inode: what was remembered is not this file's
     assert backscan.latest_of_type(path, "eval") is None
     assert backscan.latest_of_type(tmp_path / "missing.jsonl", "eval") is None
+
+
+@pytest.mark.parametrize("where", ["middle", "first", "last"])
+def test_a_line_longer_than_any_event_is_passed_over(tmp_path, monkeypatch, where):
+    """A 1 GB line appended to events.jsonl was gathered block by block, copying what was gathered
+    with every block: `zerotui runs` took 110 s. A line over LONGEST_LINE is now passed over whole, and
+    the events on either side of it are still found (here scaled down: 64-byte blocks, a 300-byte bound,
+    a 5,000-byte log line)."""
+    monkeypatch.setattr(backscan, "BLOCK", 64)
+    monkeypatch.setattr(backscan, "LONGEST_LINE", 300)
+    before = encode(make_event("eval", step=1, loss=3.0))
+    huge = encode(make_event("log", message='"type":"eval"' * 400))
+    after = "".join(_step(i) for i in range(5))
+    parts = {"middle": [before, huge, after], "first": [huge, after], "last": [before, after, huge]}[where]
+    path = tmp_path / f"events-{where}.jsonl"
+    path.write_text("".join(parts))
+    found = backscan.latest_of_type(path, "eval")
+    assert (found or {}).get("loss") == (None if where == "first" else 3.0)
+    assert backscan.latest_of_type(path, "step")["step"] == 4
+
+
+def test_an_event_line_longer_than_the_bound_is_not_gathered(tmp_path, monkeypatch):
+    """The over-long line is skipped, not gathered, even when it is the event asked for: the eval before it
+    is the answer (gathering it whole is what cost the 110 s)."""
+    monkeypatch.setattr(backscan, "BLOCK", 64)
+    monkeypatch.setattr(backscan, "LONGEST_LINE", 300)
+    path = tmp_path / "events.jsonl"
+    path.write_text(encode(make_event("eval", step=1, loss=3.0)) + _step(2)
+                    + encode(make_event("eval", step=3, loss=9.0, source="x" * 5000)))
+    assert backscan.latest_of_type(path, "eval")["loss"] == 3.0
+    monkeypatch.setattr(backscan, "LONGEST_LINE", 1 << 20)  # within the bound it is read as any other
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(path.read_bytes())
+    assert backscan.latest_of_type(other, "eval")["loss"] == 9.0
