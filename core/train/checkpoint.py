@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from zerotui.core.atomic import atomic_write_json, atomic_write_text
-from zerotui.core.train.checkpoint_files import (fsync_tree, load_rng_file, release_files, rng_state, set_rng_state, touch,
+from zerotui.core.train.checkpoint_files import (damaged_file, fsync_tree, load_rng_file, release_files, rng_state, set_rng_state, touch,
                                                  tree_size, write_error)
 from zerotui.core.train.background_save import PinnedPool, RecordEngine, SnapshotEngine, WriteJob, Writer, write_file
 from zerotui.core.errors import RunError
@@ -328,6 +328,14 @@ class Checkpointer:
             raise RunError(f"checkpoint {info.path} holds objects a DeepSpeed checkpoint never holds, refused "
                            f"unread ({first[:160]})", "if you did not put them there, remove that folder to "
                            "resume from the checkpoint before it") from None
+        except (RuntimeError, OSError, EOFError) as err:
+            damaged = damaged_file(info.path)  # torch's "failed finding central directory" names no file
+            if damaged is None:
+                raise
+            older = [c for c in list_checkpoints(self.folder) if c.complete and c.step < info.step]
+            instead = f"to resume from {older[-1].tag}" if older else "(the run has no older checkpoint to resume from)"
+            raise RunError(f"checkpoint {info.tag} is damaged: {damaged} ({str(err).splitlines()[0][:100]})",
+                           f"remove {info.path} {instead}") from None
         if load_path is None or not isinstance(client, dict) or CLIENT_KEY not in client:
             raise RunError(f"checkpoint {info.path} could not be loaded (DeepSpeed found no state in it)",
                            "remove that folder to resume from the one before it")

@@ -131,3 +131,20 @@ def tree_size(path: Path) -> int:
             except OSError:
                 pass
     return total
+
+
+def damaged_file(folder: Path) -> Optional[str]:
+    """The first of a checkpoint's ``.pt`` files that is not a whole archive (torch.save writes zip
+    archives, whose directory sits at the end: a file cut short by a copy, a full disk or a crash after
+    the checkpoint was marked complete has none), as '<name>: why'; None when every one reads."""
+    import zipfile
+
+    for path in sorted(folder.rglob("*.pt")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        try:
+            with zipfile.ZipFile(path) as archive:
+                archive.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError) as err:
+            return f"{path.relative_to(folder)}: {str(err) or type(err).__name__}"
+    return None

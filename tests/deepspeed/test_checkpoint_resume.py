@@ -65,6 +65,26 @@ def test_a_torn_checkpoint_is_skipped_on_resume(tmp_path, cache, reference):
     assert all((paths.checkpoints / t / ck.MARKER).exists() for t in ("step15", "step20"))  # rewritten whole
 
 
+def test_a_complete_checkpoint_damaged_afterwards_is_named_with_the_one_to_resume_from(tmp_path, cache, reference):
+    """A checkpoint marked complete, then cut short (a copy, a disk that failed later): DeepSpeed's load
+    raised torch's "failed finding central directory", naming no file and no way on. The run's end now
+    names the checkpoint and the file, and what to remove to resume from the one before it; once it is
+    removed the resume continues from there."""
+    run = tmp_path / "damaged"
+    shutil.copytree(reference.root, run)
+    paths = type(reference)(run)
+    states = next((paths.checkpoints / "step20").glob("*model_states.pt"))
+    states.write_bytes(states.read_bytes()[:100])
+    paths.final.rename(run / "final-before")
+    result = run_engine(paths, "--resume", cache=cache)
+    assert result.get("type") == "RunError", result
+    assert result["error"].startswith(f"checkpoint step20 is damaged: {states.name}: "), result
+    assert f"remove {paths.checkpoints / 'step20'} to resume from step15" in result["error"]
+    shutil.rmtree(paths.checkpoints / "step20")
+    again = run_engine(paths, "--resume", cache=cache)
+    assert again["state"] == "completed" and events(paths, "run_started")[-1]["resumed_from"] == "step15"
+
+
 def test_disk_full_during_a_save_fails_clearly_and_keeps_the_previous_checkpoint(tmp_path, cache):
     paths = make_run(tmp_path / "full", save_interval=5, log_interval=1)
     assert run_engine(paths, "--stop-after", "3", cache=cache)["state"] == "stopped"
