@@ -164,7 +164,7 @@ def _meta_spec(name: str, d: dict[str, Any], source: str, trust_remote_code: boo
             model = AutoModelForCausalLM.from_config(config, trust_remote_code=trust_remote_code)
     except Exception as err:  # noqa: BLE001 - any value a config holds can fail a constructor differently
         raise ModelError(f"model {name}: transformers cannot build a causal LM from {source} "
-                         f"({str(err).splitlines()[0][:160]})",
+                         f"({_telling_line(err)[:200]})",
                          "zerotui plans decoder-only models; check model_type in config.json") from None
     seen: dict[int, int] = {}
     shapes: dict[int, int] = {}
@@ -334,3 +334,12 @@ def lora_trainable_params(spec: ModelSpec, plan) -> int:
 
 def trainable_params(spec: ModelSpec, plan) -> int:
     return lora_trainable_params(spec, plan) if plan.uses_adapters() else spec.params_total
+
+
+def _telling_line(err: BaseException) -> str:
+    """The line of a constructor's error that says what is wrong: transformers' config validation puts a
+    heading first ("Class validation error for validator 'validate_architecture':") and the reason ("The
+    hidden size (128) is not a multiple of the number of attention heads (3).") on the next line."""
+    lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+    telling = [ln for ln in lines if not ln.endswith(":")]
+    return (telling or lines or [type(err).__name__])[0]

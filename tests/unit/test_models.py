@@ -197,3 +197,19 @@ def test_the_hub_probe_honours_the_offline_setting(monkeypatch):
         assert hub.hub_reachable() is False
     finally:
         hub.hub_reachable.cache_clear()
+
+
+def test_a_config_transformers_refuses_says_why_not_just_the_heading():
+    """transformers' config validation puts a heading on the first line and the reason on the next; the
+    message kept only the heading ("Class validation error for validator 'validate_architecture':")."""
+    from zerotui.core.errors import ModelError
+    from zerotui.core.model.spec import spec_from_config
+
+    bad = {"model_type": "llama", "hidden_size": 128, "num_attention_heads": 3, "intermediate_size": 256,
+           "num_hidden_layers": 2, "vocab_size": 1000}
+    with pytest.raises(ModelError) as err:
+        spec_from_config(bad, name="odd-heads", source="its config.json")
+    assert "The hidden size (128) is not a multiple of the number of attention heads (3)" in err.value.message
+    with pytest.raises(ModelError) as err:
+        spec_from_config({**bad, "num_attention_heads": 4, "vocab_size": None}, name="no-vocab")
+    assert "vocab_size" in err.value.message and "expected int" in err.value.message
