@@ -18,12 +18,16 @@ from zerotui.core.plan.schema import Plan
 from zerotui.core.run.launcher import gpu_choice_problem
 
 
-def check_writable(folder: Path, what: str, hint: str) -> None:
-    """Create ``folder`` if needed and write (then remove) a small file in it."""
+def check_writable(folder: Path, what: str, hint: str, parents: bool = True) -> None:
+    """Create ``folder`` if needed and write (then remove) a small file in it. ``parents=False``: only
+    the last part of the path may be missing."""
     if folder.exists() and not folder.is_dir():
         raise HardwareError(f"{what} {folder} is a file, not a folder", hint)
+    if not parents and not os.path.lexists(folder.parent):
+        raise HardwareError(f"{what} {folder} cannot be made: {folder.parent} does not exist (a typo, or a "
+                            "disk that is not mounted?)", hint)
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder.mkdir(parents=parents, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".zerotui-probe-", dir=folder)
         os.close(fd)
         os.unlink(probe)
@@ -39,8 +43,9 @@ def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = Fa
         raise HardwareError(problem[1], problem[2])
     if plan.uses_nvme():
         assert plan.nvme_path is not None  # the Plan's own validator guarantees it
+        # a missing parent is refused: a mistyped mount point would swap to whichever disk holds "/"
         check_writable(Path(plan.nvme_path).expanduser(), "the NVMe offload folder",
-                       "give --nvme-path a folder on a local NVMe disk that you can write to")
+                       "give --nvme-path a folder on a local NVMe disk that you can write to", parents=False)
         from zerotui.core.deepspeed.prebuild import AIO_OP, LIBAIO_HINT, unbuildable
 
         why = unbuildable(AIO_OP)  # refused here, not minutes later inside deepspeed.initialize

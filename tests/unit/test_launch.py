@@ -33,6 +33,10 @@ def test_unwritable_nvme_path_is_refused(tmp_path):
     with pytest.raises(HardwareError, match="NVMe offload folder .* is not writable"):
         start_run(plan, hardware=detect(probe_disks=False))
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+    # A parent that does not exist (a mistyped mount point) is not made: the swap would land on "/"'s disk
+    with pytest.raises(HardwareError, match=r"/mnt-typo/swap cannot be made: .*/mnt-typo does not exist"):
+        start_run(plan.with_changes(nvme_path=str(tmp_path / "mnt-typo" / "swap")), hardware=detect(probe_disks=False))
+    assert not (tmp_path / "mnt-typo").exists()
     # The file itself given as the folder: said as such, not as a permissions problem
     with pytest.raises(HardwareError, match=f"NVMe offload folder {blocker} is a file, not a folder"):
         start_run(plan.with_changes(nvme_path=str(blocker)), hardware=detect(probe_disks=False))
