@@ -44,18 +44,41 @@ def launcher_needed(plan: Plan, gpu_count: int) -> bool:
 
 
 def _hostfile_hosts(hostfile: Path) -> list[str]:
-    """Host names in a DeepSpeed hostfile ('hostname slots=N' per line, '#' comments)."""
-    try:
-        lines = Path(hostfile).read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise PlanError(f"hostfile {hostfile}: cannot read ({err.strerror or err})",
-                        "give --hostfile FILE with one 'hostname slots=N' line per node") from None
-    except UnicodeDecodeError:
-        raise PlanError(f"hostfile {hostfile}: not UTF-8 text", "write it as plain text") from None
-    hosts = [ln.split()[0] for ln in (raw.split("#", 1)[0].strip() for raw in lines) if ln]
+    """Host names in a DeepSpeed hostfile ('hostname slots=N' per line, '#' comments), read as DeepSpeed's
+    runner reads it (``fetch_hostfile``: any other line is "a bad entry" and the launch fails, said only
+    in worker.log); refused here, before a run folder exists."""
+    import re
+
+    from zerotui.core.safe_read import describe, read_text
+
+    hint = "give --hostfile FILE with one 'hostname slots=N' line per node"
+    try:  # a FIFO or /dev/zero is refused unread; a huge file by its size
+        lines = read_text(hostfile, 1 << 20).splitlines()
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlanError(f"hostfile {hostfile}: {describe(err)}", hint) from None
+    hosts = []
+    for n, raw in enumerate(lines, 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        if not re.match(r"\S+\s+slots=\d+", line):  # the runner's own pattern (re.search with ^)
+            raise PlanError(f"hostfile {hostfile}, line {n}: {line[:60]!r} is not 'hostname slots=N'", hint)
+        if line.split()[0] in hosts:
+            raise PlanError(f"hostfile {hostfile}, line {n}: {line.split()[0]!r} is listed twice", hint)
+        hosts.append(line.split()[0])
     if not hosts:
         raise PlanError(f"hostfile {hostfile}: lists no hosts", "one 'hostname slots=N' line per node")
     return hosts
+
+
+def hostfile_problem(plan: Plan) -> None:
+    """PlanError when a several-node plan's hostfile cannot be read as DeepSpeed reads it, or names fewer
+    hosts than the plan's nodes."""
+    if plan.nodes > 1 and plan.hostfile is not None:
+        hosts = _hostfile_hosts(plan.hostfile)
+        if len(hosts) < plan.nodes:
+            raise PlanError(f"hostfile {plan.hostfile} lists {len(hosts)} host(s) but nodes={plan.nodes}",
+                            f"add hosts to the hostfile or use --nodes {len(hosts)}")
 
 
 def deepspeed_args(plan: Plan, run_dir: Path | str, hardware: Optional[Hardware],

@@ -15,7 +15,7 @@ from zerotui.core.errors import HardwareError
 from zerotui.core.estimate.budget import Budget, estimate
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.plan.schema import Plan
-from zerotui.core.run.launcher import gpu_choice_problem
+from zerotui.core.run.launcher import gpu_choice_problem, hostfile_problem
 
 
 def check_writable(folder: Path, what: str, hint: str, parents: bool = True) -> None:
@@ -41,6 +41,7 @@ def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = Fa
     problem = gpu_choice_problem(plan, hardware)
     if problem is not None:
         raise HardwareError(problem[1], problem[2])
+    hostfile_problem(plan)  # DeepSpeed's runner would fail on it with the reason only in worker.log
     if plan.uses_nvme():
         assert plan.nvme_path is not None  # the Plan's own validator guarantees it
         # a missing parent is refused: a mistyped mount point would swap to whichever disk holds "/"

@@ -74,8 +74,36 @@ def test_hostfile_problems_are_plan_errors(tmp_path):
     short.write_text("node-a slots=8\n")
     with pytest.raises(PlanError, match="lists 1 host"):
         launcher_argv(Plan(nodes=2, hostfile=short, gpu_ids=[0]), tmp_path, gpus(8))
-    with pytest.raises(PlanError, match="cannot read"):
+    with pytest.raises(PlanError, match="missing: no such file"):
         launcher_argv(Plan(nodes=2, hostfile=tmp_path / "missing", gpu_ids=[0]), tmp_path, gpus(8))
+
+
+@pytest.mark.parametrize("text, said", [
+    ("garbage line here\n", "line 1: 'garbage line here' is not 'hostname slots=N'"),
+    ("node-a slots=8\nnode-b 8\n", "line 2: 'node-b 8' is not 'hostname slots=N'"),
+    ("node-a slots=8\nnode-a slots=4\n", "line 2: 'node-a' is listed twice"),
+    ("node-a slots=8\n", "lists 1 host(s) but nodes=2"),
+    ("# nobody\n\n", "lists no hosts"),
+    (None, "is a FIFO"),
+])
+def test_a_hostfile_deepspeeds_runner_would_refuse_is_refused_before_the_launch(tmp_path, text, said):
+    """What DeepSpeed's runner fails on (its reason only in worker.log, after a run folder was made) is
+    refused by the launch's checks; a FIFO is refused unread, never waited on."""
+    import os
+
+    from zerotui.core.run.launcher import hostfile_problem
+
+    hosts = tmp_path / "hosts"
+    if text is None:
+        os.mkfifo(hosts)
+    else:
+        hosts.write_text(text)
+    with pytest.raises(PlanError) as err:
+        hostfile_problem(Plan(nodes=2, hostfile=hosts))
+    assert said in err.value.message and str(hosts) in err.value.message
+    hosts.unlink()
+    hosts.write_text("node-a slots=8  # the big box\n# spare\nnode-b slots=8\n")
+    hostfile_problem(Plan(nodes=2, hostfile=hosts))  # what the runner accepts is accepted
 
 
 def test_free_port_is_bindable():
