@@ -135,13 +135,14 @@ def check_data(plan: Any, missing_hint: Optional[str] = None) -> None:
     """DataError unless each of the plan's local data entries has rows its format can train on."""
     entries = sources(plan.data)
     for entry in entries:
-        usable = _check_entry(plan, entry, missing_hint)
-        if usable is not None and len(entries) == 1:
-            _check_enough(plan, entry.label(), usable)
+        checked = _check_entry(plan, entry, missing_hint)
+        if checked is not None and len(entries) == 1:
+            _check_enough(plan, entry.label(), *checked)
 
 
-def _check_entry(plan: Any, entry: Any, missing_hint: Optional[str]) -> Optional[int]:
-    """The usable rows of a whole small file, None where only a sample (or nothing) was checked."""
+def _check_entry(plan: Any, entry: Any, missing_hint: Optional[str]) -> Optional[tuple[int, str]]:
+    """The usable rows of a whole small file and what was skipped of it (words: '' or ' (1 row skipped,
+    line 2: not valid JSON ...)'), None where only a sample (or nothing) was checked."""
     from zerotui.core.data.files import SUFFIXES, FORMATS_HINT, read_rows
 
     data = entry.path
@@ -157,7 +158,11 @@ def _check_entry(plan: Any, entry: Any, missing_hint: Optional[str]) -> Optional
         _check_sample(plan, entry)
         return None
     raw = read_rows(data, plan.text_field, plan.max_samples)  # DataError: type, encoding, syntax
-    return _check_rows(plan, raw.source, raw.rows, raw.where, list(raw.bad.examples), len(raw.rows) + raw.bad.count)
+    bad = list(raw.bad.examples)
+    usable = _check_rows(plan, raw.source, raw.rows, raw.where, bad, len(raw.rows) + raw.bad.count)
+    skipped = len(raw.rows) + raw.bad.count - usable
+    said = f" ({_rows(skipped)} skipped, {'; '.join(bad[:2])})" if skipped and bad else ""
+    return usable, said
 
 
 def _check_sample(plan: Any, entry: Any) -> None:
@@ -191,7 +196,11 @@ def _check_rows(plan: Any, source: str, rows: list, where: list, bad: list, tota
     return usable
 
 
-def _check_enough(plan: Any, source: str, usable: int) -> None:
+def _rows(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
+def _check_enough(plan: Any, source: str, usable: int, skipped: str = "") -> None:
     """Refuse data that cannot fill one micro-batch on every process (core/data/sampler.py would, later).
 
     Rows only shrink on the way to sequences (rows whose answer is cut off are dropped, packing merges
@@ -204,6 +213,6 @@ def _check_enough(plan: Any, source: str, usable: int) -> None:
     need = plan.micro_batch * world
     if usable - n_eval < need:
         held = f" ({n_eval} held out for evaluation)" if n_eval else ""
-        raise DataError(f"{source}: {usable} usable rows leave {usable - n_eval} to train on{held}, fewer than one "
-                        f"micro-batch of {need} ({plan.micro_batch} x {world} process(es))",
+        raise DataError(f"{source}: {_rows(usable)} usable{skipped}, {usable - n_eval} to train on{held}: "
+                        f"fewer than one micro-batch of {need} ({plan.micro_batch} x {world} process(es))",
                         "use more data, a smaller --micro-batch, or --eval-fraction 0")

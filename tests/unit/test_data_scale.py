@@ -157,3 +157,14 @@ def test_a_full_disk_while_tokenising_is_one_clear_line_and_leaves_no_cache(tmp_
     assert "the tokenised data could not be written to" in out.stdout and "ZEROTUI_CACHE_DIR" in out.stdout
     cache = Path(os.environ["ZEROTUI_CACHE_DIR"]) / "tokenised"
     assert not list(cache.glob("set-*")) and not list(cache.glob("src-*"))  # nothing a later run would trust
+
+
+def test_too_few_rows_names_the_rows_that_were_skipped(tmp_path):
+    """One good row and one broken line under a 2-sequence micro-batch: the refusal counted "1 usable
+    rows" and said nothing of the line that was skipped, which is the thing to fix."""
+    data = tmp_path / "half.jsonl"
+    data.write_text('{"text": "one good row"}\n{not json\n')
+    with pytest.raises(DataError) as err:
+        check_data(Plan(data=str(data), micro_batch=2, eval_fraction=0))
+    assert err.value.message.startswith(f"{data}: 1 row usable (1 row skipped, line 2: not valid JSON")
+    assert err.value.message.endswith("1 to train on: fewer than one micro-batch of 2 (2 x 1 process(es))")
