@@ -175,6 +175,7 @@ def _plan_file(name_or_path: "str | Path") -> Plan:
         return load_preset(text)
     for w in result.warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"note: {text} read as a {result.source_format} config (`zerotui import {text} -o plan.yaml` keeps "
-          "the plan)", file=sys.stderr)
+    article = "an" if result.source_format[:1].lower() in "aeiou" else "a"
+    print(f"note: {text} read as {article} {result.source_format} config (`zerotui import {text} -o plan.yaml` "
+          "keeps the plan)", file=sys.stderr)
     return result.plan
