@@ -294,6 +294,18 @@ def _bounded_loader(yaml: Any, max_depth: int) -> Type:
             finally:
                 self._depth -= 1
 
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            # yaml.safe_load keeps the last of two equal keys without a word: `model:` twice in a plan
+            # trained the second model silently
+            seen: set[str] = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    if key_node.value in seen:
+                        raise ValueProblem(str(key_node.value)[:60], f"is given twice (again on line "
+                                           f"{key_node.start_mark.line + 1})", "keep one of them")
+                    seen.add(key_node.value)
+            return super().construct_mapping(node, deep)
+
         def construct_yaml_int(self, node: Any) -> int:
             if len(str(node.value)) > 24:
                 raise ValueProblem("", f"an integer of {len(str(node.value))} characters is larger than any "

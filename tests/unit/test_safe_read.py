@@ -198,3 +198,17 @@ def test_any_json_value_as_a_ds_config_is_a_config_or_an_import_error(tmp_path, 
         read_ds_config(p)
     except ConfigImportError:
         pass
+
+
+def test_a_key_given_twice_is_refused_with_its_line_and_merge_keys_still_work():
+    """yaml.safe_load keeps the last of two equal keys silently (`model:` twice trained the second)."""
+    from zerotui.core.safe_read import ValueProblem, load_yaml
+
+    with pytest.raises(ValueProblem) as err:
+        load_yaml("model: tiny\nmicro_batch: 2\nmodel: other\n")
+    assert (err.value.where, err.value.what) == ("model", "is given twice (again on line 3)")
+    with pytest.raises(ValueProblem, match="given twice"):
+        load_yaml("ds_overrides:\n  zero_optimization: {stage: 2}\n  zero_optimization: {stage: 3}\n")
+    # YAML's merge key and the same key in different mappings are not duplicates
+    assert load_yaml("base: &b {a: 1}\nx:\n  <<: *b\n  a: 2\ny: {a: 3}\n") == {"base": {"a": 1}, "x": {"a": 2},
+                                                                               "y": {"a": 3}}
