@@ -16,6 +16,7 @@ import pickle
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from zerotui.core.deepspeed.safe_globals import deepspeed_safe_globals
@@ -90,11 +91,16 @@ class Loaded:
     skipped: list[str] = field(default_factory=list)  # "step10: <why>" for each newer one passed over
 
 
-def _why(err: BaseException) -> str:
+def _why(err: BaseException, folder: Path | None = None) -> str:
     if isinstance(err, pickle.UnpicklingError) and "weights_only" in str(err):
         first = next((ln for ln in str(err).splitlines() if "GLOBAL" in ln or "Unsupported" in ln), "")
         return f"it holds objects a checkpoint never holds, refused unread ({first.strip()[:120]})"
-    text = " ".join(str(err).split())[:160] or type(err).__name__
+    from zerotui.core.train.checkpoint_files import damaged_file
+
+    damaged = damaged_file(folder) if folder is not None else None
+    if damaged:  # torch's own message names no file and runs on for lines of advice
+        return f"{damaged.partition(':')[0]} is cut short or damaged"
+    text = " ".join(str(err).split()).split(". ")[0][:160] or type(err).__name__
     return f"it cannot be read ({text})"
 
 
@@ -114,14 +120,14 @@ def load_checkpoint(paths: Any, tag: str | None, lazy: bool = False) -> Loaded |
         try:
             return Loaded(match[0], consolidated_state_dict(match[0], lazy))
         except Exception as err:  # noqa: BLE001 - any failure to read a file is the checkpoint's damage
-            raise RunError(f"checkpoint {match[0].tag} of {paths.name} is damaged: {_why(err)}",
+            raise RunError(f"checkpoint {match[0].tag} of {paths.name} is damaged: {_why(err, match[0].path)}",
                            "leave out --checkpoint for the newest one that reads, or pick another") from None
     skipped: list[str] = []
     for info in reversed([c for c in every if c.complete]):
         try:
             return Loaded(info, consolidated_state_dict(info, lazy), skipped)
         except Exception as err:  # noqa: BLE001 - damaged: try the previous complete one
-            skipped.append(f"{info.tag}: {_why(err)}")
+            skipped.append(f"{info.tag}: {_why(err, info.path)}")
     if skipped:
         raise RunError(f"no checkpoint of {paths.name} can be read ({'; '.join(skipped[:2])})",
                        f"`zerotui resume {paths.name}` writes new ones")

@@ -191,6 +191,8 @@ def test_bad_requests_name_what_exists(tmp_path, lora_run, zerotui_cli):
     r = zerotui_cli("chat", str(copy), "--prompt", PROMPT, "--json", "--max-new-tokens", "4")
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout)["source"] == "step5" and "skipped checkpoint step10" in r.stderr
+    # The file is named, in one sentence (torch's own message ran on: "...there is a high)")
+    assert f"step10: {victim.name} is cut short or damaged" in r.stderr, r.stderr
 
 
 @pytest.fixture(scope="module")
