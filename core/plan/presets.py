@@ -15,7 +15,8 @@ import yaml
 from zerotui.core.atomic import atomic_write_text, create_exclusive_text
 from zerotui.core.errors import PlanError, PresetError
 from zerotui.core.plan.schema import PLAN_VALUES, Plan, load_plan
-from zerotui.core.safe_read import PLAN_BYTES, InputFileError, ValueProblem, as_error, load_yaml, read_text
+from zerotui.core.safe_read import (PLAN_BYTES, InputFileError, ValueProblem, as_error, describe, load_yaml,
+                                    open_regular, read_text)
 from zerotui.core.paths import builtin_presets_dir, user_presets_dir
 
 PRESET_SUFFIXES = (".yaml", ".yml")
@@ -91,6 +92,14 @@ def find_preset(name: str) -> PresetInfo:
     for info in list_presets():
         if info.name == name:
             return info
+    for suffix in PRESET_SUFFIXES:  # there, but not a file list_presets reads (a FIFO, a device, a folder)
+        there = user_presets_dir() / f"{name}{suffix}"
+        if os.path.lexists(there):
+            try:
+                os.close(open_regular(there))
+            except OSError as err:
+                raise PresetError(f"user preset {name!r} ({there}): {describe(err)}",
+                                  "a preset is a plan .yaml file; `zerotui presets` lists the ones that read")
     known = [i.name for i in list_presets()]
     close = difflib.get_close_matches(name, known, n=3, cutoff=0.5)
     hint = (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "") + \

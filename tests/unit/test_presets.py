@@ -157,3 +157,17 @@ def test_a_folder_named_like_a_preset_does_not_shadow_it(tmp_path, monkeypatch, 
     monkeypatch.chdir(tmp_path)
     assert load_preset("tiny-cpu-demo").name == "tiny-cpu-demo"
     assert load_preset("myplan").micro_batch == 3  # an existing file that is no preset is read as a plan
+
+
+def test_a_user_preset_that_is_no_file_is_named_as_what_it_is(user_presets):
+    """A FIFO or a link to a device in the presets folder is left out of `zerotui presets` (never read);
+    asked for by name it was "unknown preset 'fifo'", as if it were not there."""
+    user_presets.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(user_presets / "fifo.yaml")
+    (user_presets / "zero.yaml").symlink_to("/dev/zero")
+    for name, what in (("fifo", "is a FIFO"), ("zero", "is a device")):
+        with pytest.raises(PresetError) as err:
+            load_preset(name)
+        assert err.value.message == f"user preset {name!r} ({user_presets / (name + '.yaml')}): {what}" + \
+            (" (named pipe), not a regular file" if name == "fifo" else ", not a regular file")
+    assert "unknown preset 'nosuch'" in str(pytest.raises(PresetError, load_preset, "nosuch").value)
