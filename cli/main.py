@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from typing import Optional, Sequence
 
@@ -93,8 +94,22 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> Optional[argparse.
     return None
 
 
+def _negative_values(argv: list[str]) -> list[str]:
+    """``--gpu-mem-cap -5GB`` as ``--gpu-mem-cap=-5GB``: argparse takes a value that starts with '-' and
+    is not a plain number for an option, and said only "expected one argument"; joined, the value reaches
+    the plan's own check, which says what is wrong with it."""
+    out: list[str] = []
+    for token in argv:
+        prev = out[-1] if out else ""
+        if re.match(r"-\d", token) and prev.startswith("--") and "=" not in prev and prev != "--":
+            out[-1] = f"{prev}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _negative_values(list(sys.argv[1:] if argv is None else argv))
     from zerotui.cli.json_result import error_document, print_json, wants_json
     from zerotui.core.errors import ZeroTuiError
 

@@ -73,6 +73,9 @@ CASES = [
     (["merge", "some-run", "-o", ""], ["-o/--output", "is empty"]),
     (["resume", "", "--runs-dir", "."], ["the run's name is empty"]),
     (["merge", "", "-o", "out", "--runs-dir", "."], ["the run's name is empty"]),
+    # A value starting with '-' that is not a plain number: argparse said only "expected one argument"
+    ([*EXPORT, "--gpu-mem-cap", "-5GB"], ["gpu_mem_cap '-5GB' is not a size"]),
+    ([*EXPORT, "--lr", "-1e-3"], ["field 'lr'", "greater than 0", "-0.001"]),
 ]
 
 
