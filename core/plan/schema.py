@@ -19,7 +19,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationI
 from zerotui.core.errors import PlanError
 from zerotui.core.plan.data_source import DataSpec, parse_data
 from zerotui.core.plan.describe import describe_validation_error, yaml_error
-from zerotui.core.plan.overrides import check_overrides
+from zerotui.core.plan.overrides_shape import check_overrides
 from zerotui.core.safe_read import (PLAN_BYTES, MAX_INT, ValueProblem, as_error, check_value,
                                     describe, load_yaml, quote, read_text)
 from zerotui.core.sizes import parse_size

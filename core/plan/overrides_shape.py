@@ -1,4 +1,5 @@
-"""The plan's ``ds_overrides``: what may be merged last into ds_config.json."""
+"""The shape of a plan's ``ds_overrides`` (bounded JSON, object sections), checked as the Plan is built;
+whether DeepSpeed accepts the merged config is core/deepspeed/overrides.py's question."""
 from __future__ import annotations
 
 from typing import Any
