@@ -100,14 +100,6 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         raise RunError(f"unknown format {fmt!r}", f"use one of: {', '.join(FORMATS)}")
     final = run_paths.final
     use_final = checkpoint is None and ((final / "config.json").exists() or (final / "adapter_config.json").exists())
-    damaged = final_problem(final, plan) if use_final else ""
-    if damaged:  # the newest complete checkpoint holds the same weights; without one, say what is wrong
-        if not any(c.complete for c in list_checkpoints(run_paths.checkpoints)):
-            raise RunError(f"run {run_paths.name}: final/{damaged}, and the run has no complete checkpoint to "
-                           "merge instead", "restore final/ from a copy, or train the run again")
-        use_final = False
-        if notes is not None:
-            notes.append(f"final/{damaged}: merged the newest complete checkpoint instead")
     if not use_final and checkpoint in (None, "latest") and not any(c.complete for c in list_checkpoints(run_paths.checkpoints)):
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
@@ -123,6 +115,18 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         kind = "final" if use_final else "zero"
     need = estimate_need(spec.params_total, dtype, max_shard_size, kind, plan.stage, fmt)
     room = check_room(need, out, force)
+    damaged = final_problem(final, plan) if use_final else ""  # after the refusals that read no weights
+    if damaged:  # the newest complete checkpoint holds the same weights; without one, say what is wrong
+        if not any(c.complete for c in list_checkpoints(run_paths.checkpoints)):
+            raise RunError(f"run {run_paths.name}: final/{damaged}, and the run has no complete checkpoint to "
+                           "merge instead", "restore final/ from a copy, or train the run again")
+        use_final = False
+        if notes is not None:
+            notes.append(f"final/{damaged}: merged the newest complete checkpoint instead")
+        if kind == "final":  # a full run's checkpoint is consolidated from its shards: more RAM than final/
+            kind = "zero"
+            need = estimate_need(spec.params_total, dtype, max_shard_size, kind, plan.stage, fmt)
+            room = check_room(need, out, force)
     # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
     loaded = None if use_final else load_checkpoint(run_paths, checkpoint, lazy=True)
     if loaded is not None and notes is not None:
