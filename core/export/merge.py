@@ -30,6 +30,7 @@ from zerotui.core.export.final_check import final_problem
 from zerotui.core.export.merge_full import save_model, write_full
 from zerotui.core.export.merge_lora import merged_lora, torch_dtype_of
 from zerotui.core.export.room import check_room, estimate_need, free_disk
+from zerotui.core.train.checkpoint_files import write_error
 
 DTYPES = ("bf16", "fp16", "fp32")
 FORMATS = ("safetensors", "bnb-4bit", "gguf")
@@ -163,8 +164,9 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         os.rename(tmp, out)
     except BaseException as err:
         shutil.rmtree(tmp, ignore_errors=True)
-        if _disk_filled(err):  # the tokenizers library raises a bare Exception for ENOSPC, not OSError
-            raise StorageError(f"the disk at {out.parent} filled up while {need.what} was written "
+        why = write_error(err)  # also the tokenizers library's bare Exception for ENOSPC, not an OSError
+        if why:
+            raise StorageError(f"writing {need.what} to {out.parent} failed: {why} "
                                f"({format_bytes(free_disk(out.parent))} free now, about "
                                f"{format_bytes(need.disk)} needed); nothing was left behind",
                                "free space there, or give -o a folder on a disk with more room") from None
@@ -233,9 +235,3 @@ def run_tokenizer(plan: Any, final: Path) -> Any:
 
     return load_tokenizer(plan)
 
-
-def _disk_filled(err: BaseException) -> bool:
-    import errno
-
-    return (isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT)) \
-        or "No space left on device" in str(err) or "Disk quota exceeded" in str(err)

@@ -306,6 +306,6 @@ def test_a_disk_that_fills_during_the_merge_is_said_and_leaves_nothing(tmp_path,
     monkeypatch.setattr(merge_mod, "run_tokenizer", lambda plan, final: FullDisk())
     with pytest.raises(StorageError) as err:
         merge_run(lora_run, tmp_path / "out")
-    assert err.value.message.startswith(f"the disk at {tmp_path} filled up while a bf16 lora merge of ")
+    assert err.value.message.startswith(f"writing a bf16 lora merge of ") and f"to {tmp_path} failed: the disk is full (" in err.value.message
     assert "nothing was left behind" in err.value.message and "-o a folder on a disk" in err.value.hint
     assert list(tmp_path.iterdir()) == []
