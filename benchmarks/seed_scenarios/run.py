@@ -319,6 +319,24 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                          seq_len=4096, grad_ckpt=True), "fit"),
     "1b128k-lora-fit16-s8192": ("1b128k", dict(method="lora", precision="bf16", stage=2, lora_targets=ALL_LINEAR,
                                                micro_batch=1, grad_accum=8, seq_len=8192, grad_ckpt=True), "fit"),
+    # Held out from two rules (2026-12-05, fifteenth session): ZeRO-1 with the optimizer offloaded and
+    # accumulation churns no gradient but a tied head's (margin.churning_gradients), and a tied head's
+    # gradient is held through backward at stages 0-2 (job.held_head_gradient). The untied twin of ho34,
+    # a tied plan without recompute, the tied shape at ZeRO-2 (optimizer offloaded, one micro-batch) and
+    # ZeRO-0 (its allocation peak late in backward), and an fp16 1.1B plan with Liger. Written down by predict.py before they ran (estimator-tied-head-predictions-2026-12-05.txt).
+    "q1.5bu-full-ho64": ("q1.5bu", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
+                                        kernels="auto", micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True),
+                         "seed"),
+    "q1.5b-full-ho65": ("q1.5b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
+                                      kernels="auto", micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=False),
+                        "seed"),
+    "q1.5b-full-ho66": ("q1.5b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu",
+                                      kernels="auto", micro_batch=16, grad_accum=1, seq_len=2048, grad_ckpt=True),
+                        "seed"),
+    "q1.5b-full-ho67": ("q1.5b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=32,
+                                      grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-ho68": ("1b", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu", kernels="auto",
+                                micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     "1b-full-nvme": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
