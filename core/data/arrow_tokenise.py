@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 import numpy as np
+
+from zerotui.core.data import cache_bound
 from zerotui.core.data.files import BAD_EXAMPLES
 from zerotui.core.data.prompts import DETECT_ROWS, BadRow, Formatter, detect_format
 from zerotui.core.data.sources import Source
@@ -75,6 +77,8 @@ def tokenise_source(src: Source, plan: Any, tokenizer: Any, tokenizer_fp: str, c
         ds = _first_readable(ds, src.raw, plan.max_samples)
     path = cache / f"src-{source_key(src, plan, tokenizer_fp)}.arrow"
     hit = path.is_file()
+    if hit:
+        cache_bound.touch(path)
     formatter = Formatter(tokenizer, plan, fmt)
     features = datasets.Features({
         "input_ids": datasets.Sequence(datasets.Value("int32")), "labels": datasets.Sequence(datasets.Value("int32")),

@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 import torch
+from zerotui.core.data import cache_bound
 from zerotui.core.data.arrow_rows import rows_of
 from zerotui.core.data.arrow_tokenise import tokenise_source
 from zerotui.core.data.files import BadRows
@@ -140,6 +141,7 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
         raise DataError("packing needs transformers 4.54 or newer: older versions would let packed rows "
                         "attend to each other", "upgrade transformers, or turn packing off", "packing")
     pad_id, tok_fp = _pad_id(tokenizer), tokenizer_fingerprint(tokenizer)
+    bound = cache_bound.limit() if use_cache else 0  # a malformed ZEROTUI_CACHE_MAX stops before any work
     root = cache_dir() if use_cache else Path(tempfile.mkdtemp(prefix=".uncached-", dir=_made(cache_root())))
     try:
         entries = sources(plan.data)
@@ -149,12 +151,16 @@ def prepare_data(plan: Any, tokenizer: Any, progress: Optional[Progress] = None,
         if stored is not None and report is not None:
             sets = stored[0]
             report.cache_hit, report.cache = True, "assembled cache (tokenised earlier)"
+            cache_bound.touch(folder)
         else:
             try:
                 sets, report = _assemble(plan, tokenizer, tok_fp, entries, root, folder, progress)
             except OSError as err:  # a full disk or a read-only cache: the sets are written there, never half
                 raise DataError(f"the tokenised data could not be written to {root} ({err.strerror or err})",
                                 "free space there, or set ZEROTUI_CACHE_DIR to a folder on a disk with room") from None
+            if use_cache:  # new entries: the least recently used go while the cache is over its bound
+                note = cache_bound.prune(root, bound).note()
+                report.cache = f"{report.cache}; {note}" if note else report.cache
         if not use_cache:  # the folder goes: keep the sets in memory
             sets = {k: TokenSet(*(t.clone() if t is not None else None for t in (v.ids, v.labels, v.offsets,
                                                                                   v.doc_offsets)))

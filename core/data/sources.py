@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
-from zerotui.core.data import files, stream
+from zerotui.core.data import cache_bound, files, stream
 from zerotui.core.errors import DataError
 from zerotui.core.paths import cache_root
 from zerotui.core.plan.data_source import DataSource
@@ -94,6 +94,7 @@ def _file(src: DataSource, path: Path, text_field: str, cache: Path) -> Source:
         if cause is not None:
             raise cause from None
         raise DataError(f"data file {path} could not be read ({_first_line(err)})", files.FORMATS_HINT) from None
+    cache_bound.touch_dataset(cache, (f["filename"] for f in ds.cache_files))
     return Source(str(path), ds, fp, src.weight)
 
 
