@@ -323,7 +323,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # accumulation churns no gradient but a tied head's (margin.churning_gradients), and a tied head's
     # gradient is held through backward at stages 0-2 (job.held_head_gradient). The untied twin of ho34,
     # a tied plan without recompute, the tied shape at ZeRO-2 (optimizer offloaded, one micro-batch) and
-    # ZeRO-0 (its allocation peak late in backward), and an fp16 1.1B plan with Liger. Written down by predict.py before they ran (estimator-tied-head-predictions-2026-12-05.txt).
+    # ZeRO-0 (its allocation peak late in backward), and an fp16 1.1B plan with Liger. Written down by
+    # predict.py before they ran (estimator-tied-head-predictions-2026-12-05.txt). ho64 came out 9.2% and
+    # ho68 4.6% short with the rules, so neither shipped (docs/estimator.md); ho67 has not run.
     "q1.5bu-full-ho64": ("q1.5bu", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
                                         kernels="auto", micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True),
                          "seed"),

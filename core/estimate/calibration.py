@@ -83,7 +83,7 @@ EXPANDABLE_BASE_BYTES = int(0.1 * 2**30)
 EXPANDABLE_LOSS_SHARE = 0.35
 EXPANDABLE_RECOMPUTE_SHARE = 0.05
 EXPANDABLE_GATHER_SHARE = 1.0
-EXPANDABLE_GRADIENT_SHARE = 0.75
+EXPANDABLE_GRADIENT_SHARE = 0.5
 #: With expandable segments the first optimizer step adds no segment when what it creates (Adam's moments,
 #: the fp32 gradient copy) is at most this share of what step 0's forward and backward freed
 #: (margin.first_step_fits). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
@@ -105,7 +105,7 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: Refitted to 0.4 with the other constants once DeepSpeed's fp64 gradient norm was counted (same session),
 #: to 0.55 once the optimizer step's own moment was (2026-12-04), and to 0.5 with the base's return (the
 #: same day, ninth session).
-EXPANDABLE_FIRST_STEP_SHARE = 0.4
+EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: With expandable segments, the share of the loss's bytes that counts toward its holes where backward
 #: makes no large gradient store on the GPU (margin.loss_hole_weighted): adapters (LoRA, QLoRA) at ZeRO
 #: stages 0-2, whose gradients are small, and full fine-tunes at ZeRO-1/2 with the optimizer offloaded

@@ -21,13 +21,7 @@ from zerotui.core.estimate.activations import (
     model_bytes_per_token,
     recompute_bytes_per_token,
 )
-from zerotui.core.estimate.job import (
-    Job,
-    held_head_gradient,
-    largest_trainable,
-    offload_keeps_gradients,
-    persistent_params,
-)
+from zerotui.core.estimate.job import Job, largest_trainable, offload_keeps_gradients, persistent_params
 from zerotui.core.estimate.margin import (
     first_step_fits,
     fp16_offload_guard,
@@ -166,11 +160,6 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     if plan.grad_ckpt:
         phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
                                "activations (recomputed layer)": recompute}
-    held = held_head_gradient(job)  # a tied head's gradient, waiting for the embedding's part
-    if held and "grads" in phases and not (job.stage == 1 and plan.grad_accum == 1):
-        phases["grads"]["tied head's gradient (held)"] = held  # ZeRO-1 with one micro-batch has it in "gradients"
-    if held and "recompute" in phases:
-        phases["recompute"]["tied head's gradient (held)"] = held
     phase = max(phases, key=lambda k: sum(phases[k].values()))
     g = dict(states.parts)
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul

@@ -138,21 +138,6 @@ def offload_keeps_gradients(job: Job) -> bool:
     return job.stage == 1 and (job.plan.grad_accum > 1 or not job.plan.overlap_comm)
 
 
-def held_head_gradient(job: Job) -> float:
-    """Bytes of a tied output head's gradient that autograd holds through backward, beyond the gradients
-    the estimate already has, at ZeRO stages 0-2 in a full fine-tune. The head and the input embedding
-    are one weight, so its gradient is complete only when the embedding's backward, the last one, adds
-    its part: the head's part (the fused loss's ``grad_weight``, or the head's own matmul) waits in
-    autograd's buffer from the first layer of backward to the last, and no reduce hook or accumulation
-    touches it until then. Found on the Qwen2-1.5B shape's ZeRO-1 rows with accumulation (q1.5b-full-ho34
-    and ho44 allocated 0.39 and 0.49 GiB more than estimated, late in backward; this head is 0.43 GiB in
-    bf16). Untied heads (and frozen ones) are 0; ZeRO-3 partitions the weight and was not looked at."""
-    spec = job.spec
-    if not spec.tied_embeddings or job.plan.uses_adapters() or job.stage == 3:
-        return 0.0
-    return float(job.p) * spec.vocab_size * spec.hidden_size
-
-
 def largest_trainable(job: Job) -> int:
     """Elements of the largest trainable tensor (the offload staging buffer is sized by it)."""
     plan, spec = job.plan, job.spec

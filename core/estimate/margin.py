@@ -97,7 +97,7 @@ see it), one fit per allocator; docs/estimator.md has both.
 from __future__ import annotations
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.job import held_head_gradient, largest_trainable, offload_keeps_gradients
+from zerotui.core.estimate.job import largest_trainable, offload_keeps_gradients
 
 #: c10's CUDACachingAllocator: requests up to 10 MiB share 20 MiB segments; larger ones get their own
 #: segment (rounded to 2 MiB) when no cached block is large enough.
@@ -167,7 +167,7 @@ def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recomp
     blocks are served from (``loss_room``)."""
     gathered = g.get("stage-3 working set", 0.0)
     loss = (lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]) * loss_hole_weight(job)
-    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": churning_gradients(job, grads),
+    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
             "first step": first_step_bytes(job, lg, step_transient, gathered), "loss room": loss_room(job, lg)}
 
 
@@ -192,19 +192,6 @@ def loss_hole_weighted(job) -> bool:
     if job.plan.uses_adapters():
         return True
     return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
-
-
-def churning_gradients(job, grads: float) -> float:
-    """The gradient bytes that leave holes (the "gradients" source). With expandable segments, ZeRO-1
-    with the optimizer offloaded and accumulation (``offload_keeps_gradients``) makes each weight's
-    16-bit gradient once, in the first micro-batch, and keeps it to the boundary; later micro-batches add
-    into it and free each new part at once. 1b-full-ho18's allocator history
-    (memsnap-1b-ho18-2026-12-03.txt) had 1.96 GiB of them live at the peak and 0.26 GiB beyond allocated
-    in all. What stays is a tied head's part, which autograd holds through backward
-    (``held_head_gradient``) and frees at its end. Elsewhere every gradient counts."""
-    if job.expandable and job.oo != "none" and offload_keeps_gradients(job) and job.plan.grad_accum > 1:
-        return held_head_gradient(job)
-    return grads
 
 
 def loss_block(job, lg: dict[str, float]) -> float:

@@ -64,9 +64,14 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     allocated 2.8% more (the same pattern, or the fp64 norm block landing on the allocation peak; the
     margin counts it and the total is exact), and the untied Qwen2 twin as `fit` now picks it (16 x 1 x
     2,048, recompute) 2.7% less. Held out on 2026-12-03 (seventh session, zero1-a): q1.5b-full-ho34 (bf16
-    ZeRO-1, optimizer on the CPU, 4 x 4 x 2,048, recompute) allocated 0.39 GiB (4.9%) more; since
-    2026-12-05 its tied head's gradient, which autograd holds through backward (job.held_head_gradient,
-    0.43 GiB), is counted and it is within 0.5%.
+    ZeRO-1, optimizer on the CPU, 4 x 4 x 2,048, recompute) allocated 0.39 GiB (4.9%) more, cause not
+    found (one candidate: ho18's allocator history has DeepSpeed's fp64 norm block inside the allocation
+    peak, which the estimator counts in the margin; for Qwen2 that block is 1.74 GiB, not 0.39).
+    Held out on 2026-12-05 (fifteenth session, tied-a): ho34's untied twin (q1.5bu-full-ho64) allocated
+    1.00 GiB (10.5%) more, about the gradients of its two 151,936-row matrices (0.43 GiB each); the
+    margin's gradient share covers it (total +2.6%). ho34's 0.39 GiB is about its tied head's gradient,
+    which autograd holds through backward (0.43 GiB); a rule counting that was tried on held-out plans
+    the same day and not shipped (docs/estimator.md).
     Held out on 2026-12-04 (twelfth session, cards-i): a LoRA on all linear layers at 4 x 8,192 tokens
     whose padded micro-batches still had a mask allocated 0.52 GiB (5.4%) more than counted with the
     mask: its allocator history has the recomputed layer's attention backward holding more than the
@@ -75,6 +80,7 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     named = {"1b-full-ho13 (expandable-d)": (-0.031, -0.02), "1b-full-ho13 (eager-a)": (-0.031, -0.02),
              "1b-full-ho13 (share-a)": (-0.031, -0.02),
              "1b-full-ho26 (refit-b)": (-0.035, -0.02), "q1.5bu-full-fit (refit-a)": (0.02, 0.035),
+             "q1.5b-full-ho34 (zero1-a)": (-0.055, -0.04), "q1.5bu-full-ho64 (tied-a)": (-0.11, -0.10),
              # masked micro-batches (run.py ran_masked): the mask and repeated keys/values are counted,
              # 0.52 GiB more of the recomputed layer's attention backward is not (twelfth session)
              "1b128k-lora-fit16-s8192 (cards-i)": (-0.06, -0.045)}
@@ -98,11 +104,12 @@ def test_the_fit_scores_the_margin_the_estimator_computes(rows):
 
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bounded(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 84 of
-    the 90 rows are within [-3%, +5%] (2026-12-04, eleventh session; 80 of 88 in the tenth, 70 of 79 in
-    the ninth). Six are over +5%: ho18 and ho35 (ZeRO-1 with the optimizer on the CPU and gradient
-    accumulation, whose held gradients get the gradient share: ho18's allocator history shows no holes
-    for them, but dropping the share put the held-out ho34 6.9% short, docs/estimator.md), ho46 (fp16
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 95 of
+    the 104 rows are within [-3%, +5%] (2026-12-05, fifteenth session; 84 of 90 in the eleventh, 80 of
+    88 in the tenth). Over +5%: ho18, ho35, ho65 and ho68 (ZeRO-1 with the optimizer on the CPU and
+    gradient accumulation, whose held gradients get the gradient share: ho18's allocator history shows no
+    holes for them, but dropping the share put the held-out ho34 6.9% short on 2026-12-03, and the
+    held-out ho64 9.2% and ho68 4.6% short on 2026-12-05, docs/estimator.md), ho46 (fp16
     ZeRO-1, 4 x 4 x 2,048, no recompute, Liger: 0.28 GiB beyond allocated where the terms give 2.2), and
     the 128k full fine-tunes at 4,096 tokens (ho55, ho56 twice), each over by what its sweep row had.
     Where backward makes no large gradient store the loss counts at calibration.py's
@@ -129,7 +136,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     mine = group(rows, True)
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
-    assert len(worker) == 100 and len(sweeps) == 77
+    assert len(worker) == 104 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
@@ -137,14 +144,16 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # 3b-full-fit80: the optimizer step's moment at ZeRO-1 on a 3B shape, 5.98 GiB predicted, 0.08 held.
     # Its allocator history (memsnap-3b-fit80-2026-12-04.txt) shows the step's flat blocks served from the
     # room backward's activations left (no recompute) beside the hole: one row, no rule (docs/estimator.md)
+    # ho65 and ho68 (2026-12-05): ZeRO-1 with the optimizer on the CPU and accumulation, as ho18 and ho35.
     assert over == ["1b-full-ho18 (expandable-j)", "1b-full-ho35 (zero1-b)", "1b-full-ho46 (step-e)",
-                    "1b128k-full-ho55 (truew-a)",
-                    "1b128k-full-ho56 (sweep-b)", "1b128k-full-ho56 (truew-a)", "3b-full-fit80 (cards-f)"], over
-    assert all(total_error(r) <= 0.14 for r in worker)  # 0.131 (ho35), the rest 0.064 at most
+                    "1b-full-ho68 (tied-a)", "1b128k-full-ho55 (truew-a)",
+                    "1b128k-full-ho56 (sweep-b)", "1b128k-full-ho56 (truew-a)", "3b-full-fit80 (cards-f)",
+                    "q1.5b-full-ho65 (tied-a)"], over
+    assert all(total_error(r) <= 0.14 for r in worker)  # 0.131 (ho35), the rest 0.076 at most (ho65)
     zero0 = {r["id"]: total_error(r) for r in mine if r["job"].stage == 0 and r["margin_sources"]["loss room"]}
     from zerotui.core.estimate.margin import loss_hole_weighted
     weighted = {r["id"]: total_error(r) for r in mine if loss_hole_weighted(r["job"])}
-    assert len(weighted) == 54 and all(-0.03 <= e <= 0.05 for e in weighted.values()), weighted
+    assert len(weighted) == 55 and all(-0.03 <= e <= 0.05 for e in weighted.values()), weighted
     assert len(zero0) == 17 and all(-0.03 <= e <= 0.05 for e in zero0.values()), zero0  # margin.loss_room
     stepped = {r["id"]: total_error(r) for r in worker
                if r["id"].split()[0] in {f"{s}-full-ho{n}" for s in ("1b", "q1.5b", "q1.5bu", "3b") for n in range(36, 44)}}
