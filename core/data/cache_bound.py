@@ -113,6 +113,11 @@ def entries(root: Path) -> list[Entry]:
     return [Entry(p, _size(p), _used(p)) for p in found]
 
 
+def usage(root: Path) -> int:
+    """Bytes the cache's entries hold (what the bound counts)."""
+    return sum(e.size for e in entries(root))
+
+
 def _dirs(path: Path) -> Iterable[Path]:
     try:
         return [p for p in path.iterdir() if p.is_dir() and not p.is_symlink()]

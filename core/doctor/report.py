@@ -114,10 +114,26 @@ def collect(probe_software: bool = True, env: Optional[Mapping[str, str]] = None
         },
         "kernels": sw.get("kernels") or ({"error": sw["kernels_error"]} if sw.get("kernels_error") else None),
         "pitfalls": [p.to_dict() for p in pitfalls],
+        "data_cache": _data_cache(env),
         "timings": {"probe_s": sw.get("probe_s"), "torch_import_s": sw.get("torch_import_s"),
                     "deepspeed_import_s": sw.get("deepspeed_import_s"),
                     "total_s": round(time.perf_counter() - started, 2)},
     }
+
+
+def _data_cache(env: Mapping[str, str]) -> dict[str, Any]:
+    """The tokenised-data cache: where, how much it holds, its bound (core/data/cache_bound.py)."""
+    from zerotui.core.data import cache_bound
+    from zerotui.core.errors import DataError
+    from zerotui.core.paths import cache_root
+
+    root = cache_root() / "tokenised"
+    out: dict[str, Any] = {"path": str(root), "bytes": cache_bound.usage(root), "limit": None, "error": None}
+    try:
+        out["limit"] = cache_bound.limit(env)
+    except DataError as err:
+        out["error"] = f"{err.message}: {err.hint}"
+    return out
 
 
 # -- text ----------------------------------------------------------------------------------------------
@@ -191,6 +207,10 @@ def render_text(report: Mapping[str, Any], width: int = 80) -> str:
     out += _row("swap", format_bytes(hw.swap_total_bytes) if hw.swap_total_bytes else "none", width)
     out += _row("/dev/shm", f"{format_bytes(hw.shm_total_bytes)} ({format_bytes(hw.shm_free_bytes)} free)", width)
     out += _disk_lines(hw, width)
+    dc = report.get("data_cache")
+    if dc:
+        bound = f"of {format_bytes(dc['limit'])}" if dc.get("limit") is not None else f"({dc.get('error')})"
+        out += _row("data cache", f"{format_bytes(dc['bytes'])} {bound}, {dc['path']}", width)
     if hw.in_container:
         out += _row("container", "yes", width)
     out += ["", "Software"]

@@ -220,3 +220,17 @@ def test_errors_sort_first_and_render_fits_80_columns():
     text = render_text(report)
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "GPU 0-1      2 x NVIDIA H100, 80.0 GiB" in text and "PCIe gen5 x16" in text and "ERROR" in text
+
+
+def test_the_data_cache_is_reported_with_its_size_and_bound(tmp_path, monkeypatch):
+    monkeypatch.setenv("ZEROTUI_CACHE_DIR", str(tmp_path))
+    (tmp_path / "tokenised" / "set-a").mkdir(parents=True)
+    (tmp_path / "tokenised" / "set-a" / "train.ids.npy").write_bytes(b"\1" * (3 << 20))
+    hw = Hardware(cpu_cores=2, cpu_threads=2)
+    r = collect(probe_software=False, env={"ZEROTUI_CACHE_MAX": "50GB"}, hardware=hw)
+    dc = r["data_cache"]
+    assert dc["path"] == str(tmp_path / "tokenised") and 3 << 20 <= dc["bytes"] < 4 << 20
+    assert dc["limit"] == 50 * 10**9 and dc["error"] is None
+    assert "data cache   3.0 MiB of 46.6 GiB" in render_text(r)
+    bad = collect(probe_software=False, env={"ZEROTUI_CACHE_MAX": "lots"}, hardware=hw)["data_cache"]
+    assert bad["limit"] is None and "ZEROTUI_CACHE_MAX='lots' is not a size" in bad["error"]
