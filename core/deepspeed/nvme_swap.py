@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import shutil
 from pathlib import Path
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 from zerotui.core.hardware.disks import allocated_bytes
 
@@ -90,6 +90,30 @@ def full_disk_cause(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]
     return (f"the NVMe swap folder's disk ({target.parent}) filled up{room}: {what}{need}. Free that much "
             f"there and `zerotui resume {Path(run_dir).name}` goes on from the last complete checkpoint, or "
             "start the run again with --nvme-path on a disk that has the room")
+
+
+#: DeepSpeed 0.19.8's parameter swapper (partitioned_param_swapper.py, swap_in) when every buffer of
+#: offload_param's pool is taken: its read-ahead (partitioned_param_coordinator.py,
+#: __prefetch_nvme_param_partitions) fills every free buffer, and a weight it did not read ahead then
+#: finds none. Seen on the GPU at the second step of a 1.1B plan with its weights on NVMe
+#: (benchmarks/results/nvme-gpu-2026-12-05-2.json); the first step has no trace to read ahead from.
+BUFFER_SHORTAGE = ("Not enough buffers", "Not enough swap in buffers")
+
+
+def buffer_shortage(exc: BaseException, plan: Any) -> Optional[str]:
+    """The reason for a run whose weights on NVMe ran out of DeepSpeed's swap buffers; None otherwise.
+    Resuming would meet it again at the same step, so the way on is another plan."""
+    text = str(exc)
+    if not any(marker in text for marker in BUFFER_SHORTAGE):
+        return None
+    count = getattr(plan, "offload_buffer_count", None)
+    pool = f"its {count} buffers" if count else "its buffers (offload_buffer_count, DeepSpeed's default 5)"
+    return (f"DeepSpeed's NVMe weight swapper ran out of {pool} ({text.strip().splitlines()[0][:120]}): its "
+            "read-ahead had taken every buffer when a layer needed one more weight. DeepSpeed 0.19.8 does "
+            "this from the second step with the weights on NVMe. Keep the weights off NVMe: --offload-params "
+            "cpu (host RAM) or none; the optimizer can stay on NVMe (that ran on a GPU, with the weights on "
+            "the GPU). A larger --offload-buffer-count leaves buffers the read-ahead cannot fill, but was "
+            "not measured")
 
 
 def swap_io_failure(exc: BaseException, nvme_path: Union[str, Path, None],

@@ -237,9 +237,12 @@ def describe_failure(exc: BaseException, where: str, plan: Any = None, hardware:
                      run_dir: Any = None) -> Failure:
     """The one-line reason for ``run_finished: failed`` (the traceback goes to worker.log only).
     ``run_dir``: the run's folder, which names its NVMe swap folder."""
-    from zerotui.core.deepspeed.nvme_swap import swap_io_failure
+    from zerotui.core.deepspeed.nvme_swap import buffer_shortage, swap_io_failure
     from zerotui.core.errors import ZeroTuiError
 
+    shortage = buffer_shortage(exc, plan) if plan is not None and plan.uses_nvme() else None
+    if shortage:
+        return Failure("error", f"{shortage} (in {where})")
     swap = swap_io_failure(exc, getattr(plan, "nvme_path", None), run_dir) if run_dir is not None else None
     if swap:
         return Failure("error", f"{swap} (in {where}); `zerotui resume {Path(run_dir).name}` writes the swap "

@@ -184,3 +184,21 @@ def test_a_failed_swap_read_names_the_swap_folder_and_its_state(tmp_path):
         "AssertionError in training step 21"  # a bare assertion: no empty ': ' after it
     host = plan.with_changes(offload_optimizer="cpu", offload_params="cpu", nvme_path=None)
     assert describe_failure(swapping, "training step 21", host, None, run).reason.startswith("AssertionError in")
+
+
+def test_weights_on_nvme_running_out_of_swap_buffers_says_so_and_what_to_change(tmp_path):
+    """DeepSpeed 0.19.8's parameter swapper on a GPU, second step of a 1.1B plan with its weights on NVMe
+    (benchmarks/results/nvme-gpu-2026-12-05-2.json): the reason names the buffers and a plan that avoids
+    them, and does not suggest a resume, which would meet the same shortage."""
+    from zerotui.core.run.monitor import describe_failure
+
+    plan, run = _nvme_plan(tmp_path / "nvme"), tmp_path / "runs" / "r1"
+    short = AssertionError("Not enough buffers 0 for swapping 1")
+    why = describe_failure(short, "training step 2", plan, None, run).reason
+    assert why.startswith("DeepSpeed's NVMe weight swapper ran out of its buffers (offload_buffer_count, "
+                          "DeepSpeed's default 5) (Not enough buffers 0 for swapping 1)")
+    assert "--offload-params cpu" in why and why.endswith("(in training step 2)") and "resume" not in why
+    counted = describe_failure(short, "training step 2", plan.with_changes(offload_buffer_count=8), None, run)
+    assert "ran out of its 8 buffers" in counted.reason
+    host = plan.with_changes(offload_optimizer="cpu", offload_params="cpu", nvme_path=None)
+    assert describe_failure(short, "training step 2", host, None, run).reason.startswith("AssertionError")
