@@ -341,11 +341,15 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
+    # (they ran with DeepSpeed's sub_group_size, 1e9, zerotui's default then; NVMe plans get 1e8 since)
     "1b-full-nvme": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
-                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+                                grad_accum=1, seq_len=2048, grad_ckpt=True, sub_group_size=10**9), "seed"),
     "1b-full-nvme-both": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
                                      offload_params="nvme", micro_batch=4, grad_accum=1, seq_len=2048,
-                                     grad_ckpt=True), "seed"),
+                                     grad_ckpt=True, sub_group_size=10**9), "seed"),
+    # the same optimizer-on-NVMe plan with zerotui's NVMe sub-group (1e8): host RAM, locked bytes, speed
+    "1b-full-nvme-sg": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
+                                   grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "tiny-nvme-seed": ("tiny", dict(method="full", precision="fp32", stage=3, offload_optimizer="nvme",
                                     offload_params="nvme", micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     # On the CPU (--dry-run): the swap folder's size with every matrix swapped, against the estimate.
@@ -353,6 +357,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                    micro_batch=2, grad_accum=1, seq_len=128), "seed"),
     "0.1b-nvme-both-cpu": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
                                         offload_params="nvme", micro_batch=2, grad_accum=1, seq_len=128), "seed"),
+    # On the CPU, under benchmarks/hostsnap: host RAM against the largest optimizer sub-group (2026-12-05)
+    "0.1b-nvme-cpu-sg1e9": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                         micro_batch=2, grad_accum=1, seq_len=128, sub_group_size=10**9), "seed"),
+    "0.1b-nvme-cpu-sg3e7": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                         micro_batch=2, grad_accum=1, seq_len=128, sub_group_size=3 * 10**7), "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

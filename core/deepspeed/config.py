@@ -26,6 +26,11 @@ DS_PARAM_PERSISTENCE_THRESHOLD = 100_000     # stage3_param_persistence_threshol
 DS_MAX_LIVE_PARAMETERS = 1_000_000_000       # stage3_max_live_parameters = pp_int(1e9)
 DS_MAX_REUSE_DISTANCE = 1_000_000_000        # stage3_max_reuse_distance = pp_int(1e9)
 DS_SUB_GROUP_SIZE = 1_000_000_000            # sub_group_size = pp_int(1e9)
+#: sub_group_size for a plan with the optimizer on NVMe. Each rank's host RAM holds 28 bytes per element
+#: of the largest sub-group there (four page-locked fp32 swap buffers, an fp32 gradient buffer, and CPU
+#: Adam's first-step moments: core/estimate/host.py): 26 GiB at DeepSpeed's 1e9, 2.6 GiB at 1e8, 16 of
+#: those bytes locked, which RLIMIT_MEMLOCK must allow (core/deepspeed/memlock.py).
+NVME_SUB_GROUP_SIZE = 100_000_000
 DS_OPTIMIZER_BUFFER_COUNT = 4                # DeepSpeedZeroOffloadOptimizerConfig.buffer_count
 DS_PARAM_BUFFER_COUNT = 5                    # DeepSpeedZeroOffloadParamConfig.buffer_count
 DS_PARAM_BUFFER_SIZE = 100_000_000           # DeepSpeedZeroOffloadParamConfig.buffer_size = pp_int(1e8)
@@ -79,7 +84,7 @@ def bucket_sizes(plan: Plan, spec: Any = None) -> dict[str, int]:
         "stage3_param_persistence_threshold": 10 * h if h else DS_PARAM_PERSISTENCE_THRESHOLD,
         "stage3_max_live_parameters": DS_MAX_LIVE_PARAMETERS,
         "stage3_max_reuse_distance": DS_MAX_REUSE_DISTANCE,
-        "sub_group_size": DS_SUB_GROUP_SIZE,
+        "sub_group_size": NVME_SUB_GROUP_SIZE if plan.offload_optimizer == "nvme" else DS_SUB_GROUP_SIZE,
     }
     for key in derived:
         explicit = getattr(plan, key)

@@ -36,8 +36,14 @@ def offloaded(job: Job) -> dict[str, float]:
                 off["fp32 gradients (pinned)"] = sum(pinned(4 * s, pin) for s in groups)
                 off["optimizer states"] = 8 * psit / N
             else:
-                count = plan.offload_buffer_count or 4
-                off["NVMe swap buffers (pinned)"] = count * pinned(4 * max(groups, default=0), pin)
+                largest = max(groups, default=0)
+                off["NVMe swap buffers (page-locked)"] = optimizer_swap_locked(job)
+                # stage3.py initialize_optimizer_states: one fp32 gradient buffer of the largest sub-group,
+                # zero-filled (so resident) on the host when the optimizer is offloaded
+                off["fp32 gradient buffer (largest sub-group)"] = 4 * largest
+                # CPU Adam creates a sub-group's two moments as new zero tensors at the first step of every
+                # process (its state starts empty), and they live until that sub-group is swapped out
+                off["Adam's first-step moments (largest sub-group)"] = 8 * largest
             off["CPU Adam"] = cal.CPU_ADAM_EXTRA_BYTES
         if op == "cpu":
             off["16-bit weights (pinned)"] = pinned(p * psi / N, pin)
@@ -45,9 +51,46 @@ def offloaded(job: Job) -> dict[str, float]:
                 off["zero.Init pinned blocks (cached)"] = sum(
                     pinned(p * n / N) * cnt for n, cnt in job.spec.param_shapes)
         elif op == "nvme":
-            count = plan.offload_buffer_count or 5
-            off["NVMe weight buffers (pinned)"] = count * pinned(p * param_buffer_size(plan, job.spec), pin)
+            off["NVMe weight buffers (page-locked)"] = param_swap_locked(job)
     return off
+
+
+#: DeepSpeed's async I/O aligns each swap buffer to this many bytes (swap_tensor/utils.py AIO_ALIGNED_BYTES,
+#: times intra_op_parallelism, 1 by default)
+AIO_ALIGN = 1024
+
+
+def _aligned(nbytes: float) -> int:
+    return -(-int(nbytes) // AIO_ALIGN) * AIO_ALIGN
+
+
+def optimizer_swap_locked(job: Job) -> int:
+    """Host bytes one rank page-locks for the optimizer's NVMe swap: ``buffer_count`` (4) fp32 buffers of
+    the largest sub-group (swap_tensor/utils.py SwapBufferManager). They come from DeepSpeed's own
+    page-aligned, mlock()ed allocation (csrc/pin_memory/page_alloc.cpp), not PyTorch's pinned allocator,
+    so they are not rounded up to a power of two, and they count against RLIMIT_MEMLOCK."""
+    if job.stage != 3 or job.oo != "nvme":
+        return 0
+    largest = max(sub_groups(int(job.psit / job.N), job.buckets["sub_group_size"]), default=0)
+    return (job.plan.offload_buffer_count or 4) * _aligned(4 * largest)
+
+
+def param_swap_locked(job: Job) -> int:
+    """Host bytes one rank page-locks for the weights' NVMe swap: ``buffer_count`` (5) 16-bit buffers of
+    ``buffer_size`` elements (partitioned_param_swapper.py), and, with the optimizer's sub-groups not
+    resident, a buffer to write a sub-group's updated weights back (reserve_partitioned_swap_space; sized
+    by whole weights, as DeepSpeed does)."""
+    if job.stage != 3 or job.op != "nvme":
+        return 0
+    p = job.p
+    buffers = (job.plan.offload_buffer_count or 5) * _aligned(p * param_buffer_size(job.plan, job.spec))
+    largest = max(sub_groups(int(job.psit), job.buckets["sub_group_size"]), default=0)
+    return buffers + _aligned(p * largest)
+
+
+def locked_bytes(job: Job) -> int:
+    """Host bytes one rank page-locks through DeepSpeed's async I/O: what RLIMIT_MEMLOCK must allow."""
+    return optimizer_swap_locked(job) + param_swap_locked(job)
 
 
 def host_peak(job: Job, off: dict[str, float], saves: bool = True) -> tuple[str, dict[str, float]]:
