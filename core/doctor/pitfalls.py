@@ -167,7 +167,26 @@ def _deepspeed_pitfalls(hw: Hardware, sw: Mapping[str, Any]) -> list[Pitfall]:
             "libaio_missing", "warning",
             "libaio is missing, so DeepSpeed's async_io op cannot build: NVMe offload is unavailable",
             LIBAIO_HINT))
+    elif aio is not None:
+        out += _memlock_pitfalls()
     return out
+
+
+#: what a 7B model's optimizer on NVMe locks with zerotui's sub-group (four fp32 buffers of 1e8 elements)
+NVME_7B_LOCKED_BYTES = 4 * 4 * 100_000_000
+
+
+def _memlock_pitfalls() -> list[Pitfall]:
+    """A locked-memory limit too low for NVMe offload's swap buffers (core/deepspeed/memlock.py)."""
+    from zerotui.core.deepspeed.memlock import HINT, allowance
+
+    room = allowance()
+    if room is None or room >= NVME_7B_LOCKED_BYTES:
+        return []
+    return [Pitfall("memlock_low", "info",
+                    f"this account may lock only {format_bytes(room)} of host RAM (ulimit -l), and NVMe offload "
+                    f"locks its swap buffers ({format_bytes(NVME_7B_LOCKED_BYTES)} for a 7B model's optimizer): "
+                    "`zerotui train` refuses such plans until the limit is raised", HINT)]
 
 
 def _machine_pitfalls(hw: Hardware) -> list[Pitfall]:

@@ -59,6 +59,12 @@ def preflight(plan: Plan, hardware: Hardware, spec: Any = None, force: bool = Fa
         spec = spec if spec is not None else spec_for_plan(plan)
         require_planned(plan, spec.arch, hardware.gpu_count > 0)
     budget = estimate(plan, hardware, spec)
+    if plan.uses_nvme() and not force:
+        from zerotui.core.deepspeed.memlock import HINT, limit_problem
+
+        locked = limit_problem(budget.locked_bytes)
+        if locked:
+            raise HardwareError(locked, HINT)
     if budget.fits or force:
         return budget
     raise HardwareError(f"the plan does not fit this machine: {budget.summary()}",

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from zerotui.core.deepspeed.memlock import mlock_failure
 from zerotui.core.deepspeed.nvme_swap import full_disk_cause, remove_swap
 from zerotui.core.errors import ZeroTuiError
 from zerotui.core.plan.schema import Plan, load_plan
@@ -306,17 +307,22 @@ class Supervisor:
             return None  # a plan that no longer reads named no swap folder this supervisor could trust
 
     def _swap_disk_cause(self, plan: Plan) -> str:
-        """A full NVMe swap disk behind a rank's death (nvme_swap.full_disk_cause), read before the swap
-        folder is removed; '' where the plan swaps to no disk or the disk had room."""
+        """What NVMe offload had to do with a rank's death: DeepSpeed's mlock() refused by the locked-memory
+        limit (memlock.mlock_failure), or a full swap disk (nvme_swap.full_disk_cause, read before the swap
+        folder is removed); '' where the plan swaps to no disk or neither is seen."""
         if not plan.uses_nvme():
             return ""
         try:
             estimate = read_json_file(self.paths.estimate)
         except (OSError, ValueError):
             estimate = None
-        needed = estimate.get("nvme_bytes") if isinstance(estimate, dict) else None
-        needed = int(needed) if isinstance(needed, (int, float)) and not isinstance(needed, bool) else None
-        return full_disk_cause(plan.nvme_path, self.paths.root, self.paths.log, needed) or ""
+
+        def figure(key: str) -> Optional[int]:
+            value = estimate.get(key) if isinstance(estimate, dict) else None
+            return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        return (mlock_failure(self.paths.log, figure("locked_bytes"))
+                or full_disk_cause(plan.nvme_path, self.paths.root, self.paths.log, figure("nvme_bytes")) or "")
 
     def _remove_swap(self, plan: Optional[Plan]) -> None:
         """Every process of the run is gone: its NVMe swap files go too (core/deepspeed/nvme_swap.py)."""

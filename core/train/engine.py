@@ -179,6 +179,12 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     # causal attention and nothing else reading the mask: padding needs none (core/data/tokenise.py, collate)
     data.causal = getattr(model_config, "model_type", None) in LLAMA_FAMILY
     ds_config = read_ds_config(paths, plan, world)
+    if plan.uses_nvme():  # DeepSpeed mlock()s its swap buffers, from zero.Init on (core/deepspeed/memlock.py)
+        from zerotui.core.deepspeed.memlock import raise_soft_limit
+
+        raised = raise_soft_limit()
+        if raised:
+            note(raised)
     loaded = load_model(plan, ds_config, tokenizer, model_config, note=note)
 
     _build_ops(plan, phases, torch.cuda.is_available(), before_init=False)

@@ -109,6 +109,15 @@ def test_crashing_import_is_reported_not_fatal(tmp_path):
 
 
 # -- pitfall rules --------------------------------------------------------------------------------
+@pytest.fixture(autouse=True)
+def _locking_unlimited(monkeypatch):
+    """The account's real locked-memory limit stays out of the expected pitfalls (root holds CAP_IPC_LOCK; a
+    user's limit is usually 8 MiB): the test that is about it sets it."""
+    from zerotui.core.deepspeed import memlock
+
+    monkeypatch.setattr(memlock, "allowance", lambda: None)
+
+
 def gpu_box(n: int = 1, **kw) -> Hardware:
     gpus = [GpuInfo(index=i, name="NVIDIA H100", total_bytes=80 * GiB, free_bytes=80 * GiB,
                     compute_capability=(9, 0), bf16=True, pcie_gen=5, pcie_width=16) for i in range(n)]
@@ -234,3 +243,17 @@ def test_the_data_cache_is_reported_with_its_size_and_bound(tmp_path, monkeypatc
     assert "data cache   3.0 MiB of 46.6 GiB" in render_text(r)
     bad = collect(probe_software=False, env={"ZEROTUI_CACHE_MAX": "lots"}, hardware=hw)["data_cache"]
     assert bad["limit"] is None and "ZEROTUI_CACHE_MAX='lots' is not a size" in bad["error"]
+
+
+def test_a_locked_memory_limit_too_low_for_nvme_offload_is_a_note(monkeypatch):
+    from zerotui.core.deepspeed import memlock
+
+    monkeypatch.setattr(memlock, "allowance", lambda: 8 << 20)  # systemd's default for a user
+    p = next(p for p in find_pitfalls(gpu_box(), sw_ok(), {}) if p.id == "memlock_low")
+    assert p.severity == "info" and "8.0 MiB" in p.message and "memlock unlimited" in p.fix
+    monkeypatch.setattr(memlock, "allowance", lambda: None)  # unlimited, or CAP_IPC_LOCK (root)
+    assert "memlock_low" not in ids(gpu_box(), sw_ok())
+    sw = sw_ok()
+    sw["deepspeed"]["ops"]["async_io"]["compatible"] = False  # no NVMe offload here at all: libaio says it
+    monkeypatch.setattr(memlock, "allowance", lambda: 8 << 20)
+    assert "memlock_low" not in ids(gpu_box(), sw)
