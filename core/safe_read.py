@@ -14,6 +14,9 @@ and a fix — never a hang, a RecursionError, an OverflowError or a 16 MB ds_con
 * ``load_json`` / ``load_yaml`` parse with bounded nesting and refuse non-finite numbers; ``check_value``
   walks the result with a budget of values (an alias bomb is a small graph but an enormous tree: the walk
   stops at the budget instead of expanding it), a depth limit and integer size limits.
+* ``printable`` is the way out to a terminal or a table for text from such files and folders: a run
+  folder's name can hold a newline (splitting a table's row) or an escape sequence (restyling or retitling
+  the terminal); control characters are shown escaped, as Python writes them ("\\n", "\\x1b").
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any, Callable, Optional, Type
@@ -322,3 +326,11 @@ def as_error(err: ValueProblem, source: str, error: Type[ZeroTuiError], field_pr
     where = f"{field_prefix}.{err.where}" if field_prefix and err.where else (err.where or field_prefix)
     at = f"field '{where}': " if where else ""
     return error(f"{source}: {at}{err.what}", err.fix, field=where.split(".")[0].split("[")[0])
+
+
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every C0/C1 control character (newline, tab, ESC, DEL...) written as an escape."""
+    return _CONTROL_CHARS.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)

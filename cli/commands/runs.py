@@ -86,13 +86,15 @@ def run(args: argparse.Namespace) -> int:
     if not records:
         print(f"no runs in {base} (start one with `zerotui train PRESET`)")
         return 0
+    from zerotui.core.safe_read import printable
+
     rows = [("RUN", "STATE", "STEP", "LOSS", "EVAL", "TOK/S", "STARTED", "DURATION")]
     for rec in records:
         step = "-" if rec["step"] is None else str(rec["step"])
         if rec["total_steps"]:
             step += f"/{rec['total_steps']}"
         rows.append((
-            rec["name"], _state_cell(rec), step,
+            printable(rec["name"]), _state_cell(rec), step,
             "-" if rec["loss"] is None else f"{rec['loss']:.4f}",
             _eval_cell(rec),
             "-" if rec["tokens_per_s"] is None else f"{rec['tokens_per_s']:,.0f}",
@@ -102,13 +104,14 @@ def run(args: argparse.Namespace) -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         print("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
-    for rec in records:
+    for rec in records:  # a name or a reason from a tampered folder must not write to the terminal
+        name = printable(rec["name"])
         if rec["state"] == "failed" and rec.get("reason"):
-            print(f"  {rec['name']}: {rec['reason']}")
+            print(f"  {name}: {printable(str(rec['reason']))}")
         elif rec["state"] == "lost":
-            print(f"  {rec['name']}: {rec['note']}; `zerotui resume {rec['name']}` continues it")
+            print(f"  {name}: {printable(str(rec['note']))}; `zerotui resume {name}` continues it")
         elif rec["state"] == "damaged":
-            print(f"  {rec['name']}: {rec['note']}; restore or delete that file")
+            print(f"  {name}: {printable(str(rec['note']))}; restore or delete that file")
     if hidden:
         print(f"({hidden} older runs not shown; --all lists them)")
     return 0

@@ -46,7 +46,22 @@ async def test_refilling_replaces_columns_rows_and_widths():
         await pilot.pause()
         fill_table(table, ("run", "state"), [("r1", "lost")], keys=["r1"])
         assert [c.label.plain for c in table.ordered_columns] == ["run", "state"]
-        assert table.row_count == 1 and table.get_row("r1") == ["r1", "lost"]
+        assert table.row_count == 1 and [str(c) for c in table.get_row("r1")] == ["r1", "lost"]
         assert [c.get_render_width(table) for c in table.ordered_columns] == [3 + 2, 5 + 2]
         fill_table(table, (), [])
         assert table.row_count == 0 and not table.columns
+
+
+@pilot_test
+async def test_cells_and_labels_are_shown_as_written_not_read_as_markup():
+    """A run folder named "x[/b]" or a dataset's "[/INST]" raised MarkupError while the table drew; a
+    newline or an escape sequence in a folder's name is shown escaped, not sent to the terminal."""
+    app = TableApp()
+    async with app.run_test(size=(120, 10)) as pilot:
+        table = app.query_one(DataTable)
+        fill_table(table, ("[b]name[/b]", "state"), [("x[/b]", "[red]failed"), ("two\nlines\x1b[31m", "ok")])
+        await pilot.pause()
+        lines = [table.render_line(y).text for y in range(3)]
+        assert "[b]name[/b]" in lines[0]
+        assert "x[/b]" in lines[1] and "[red]failed" in lines[1]
+        assert "two\\nlines\\x1b[31m" in lines[2]

@@ -143,3 +143,38 @@ async def test_a_fixed_mistake_unblocks_launch(tmp_path):
         assert not app.screen.query_one("#launch", Button).disabled
         assert "Ready to launch" in str(app.screen.query_one("#launch-status", Static).render())
     await _wizard(tmp_path, body)
+
+
+@pilot_test
+async def test_a_dataset_with_chat_markers_previews_its_text_as_written(tmp_path):
+    """Llama-2 chat data holds "[INST] ... [/INST]", which Rich reads as markup: the preview table raised
+    MarkupError ("closing tag '[/INST]' ... doesn't match any open tag") as it drew, and "[red]" was eaten."""
+    data = tmp_path / "chat.jsonl"
+    data.write_text("".join(f'{{"text": "<s>[INST] question {i} [/INST] [red]answer {i}</s>"}}\n' for i in range(8)))
+
+    async def body(pilot, app, runs):
+        from textual.widgets import DataTable
+
+        await pilot.press("ctrl+n")
+        await settle(pilot)
+        await fill(pilot, "data", str(data))
+        await pilot.pause(0.5)  # the preview waits for a pause in typing
+        await settle(pilot)
+        table = app.screen.query_one("#data-preview", DataTable)
+        drawn = "\n".join(table.render_line(y).text for y in range(3))
+        assert "<s>[INST] question 0 [/INST] [red]answer 0</s>" in drawn, drawn
+    await _wizard(tmp_path, body)
+
+
+@pilot_test
+async def test_a_model_typed_with_brackets_is_named_in_the_budget_as_typed(tmp_path):
+    """The budget's status line quotes what the model field holds; as markup, "[/x]" raised MarkupError."""
+    async def body(pilot, app, runs):
+        from textual.widgets import Label
+
+        await fill(pilot, "model", "a[/x]b")
+        await pilot.pause(0.3)
+        await settle(pilot)
+        status = str(app.screen.query_one("#budget-status", Label).render())
+        assert "a[/x]b" in status, status
+    await _wizard(tmp_path, body)

@@ -148,3 +148,19 @@ def test_resume_of_a_live_run_is_refused(tmp_path):
 def test_train_resume_takes_no_plan_options(tmp_path):
     r = cli("train", "--resume", "x", "--micro-batch", "4")
     assert r.returncode == 2 and "--resume continues a run with its own plan.yaml" in r.stderr
+
+
+def test_a_folder_named_with_a_newline_or_an_escape_sequence_stays_on_its_row(tmp_path, capsys):
+    """A run folder made by hand (or a tampered runs folder) can hold any character but "/": a newline split
+    the table's row in two and an escape sequence reached the terminal. They are shown escaped."""
+    fake_finished_run(tmp_path, "ok", "completed", step=10)
+    odd = fake_finished_run(tmp_path, "x", "failed", reason="boom\x1b]0;pwned\x07")
+    renamed = odd.root.with_name("two\nlines\x1b[31m")
+    odd.root.rename(renamed)
+    assert main(["runs", "--runs-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    lines = out.splitlines()
+    assert len(lines) == 1 + 2 + 1  # the header, two runs, one failure reason
+    assert any(line.startswith("two\\nlines\\x1b[31m ") and "failed" in line for line in lines)
+    assert "  two\\nlines\\x1b[31m: boom\\x1b]0;pwned\\x07" in lines

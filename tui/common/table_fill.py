@@ -14,6 +14,15 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
 
+from zerotui.core.safe_read import printable
+
+
+def _plain(cell: Any) -> Any:
+    """A str cell or label as plain Text. DataTable reads a str as Rich markup: a dataset's "[/INST]" or a
+    run folder named "x[/b]" raised MarkupError while the table drew, and "[red]" restyled the cell.
+    Control characters (a newline in a folder's name) are shown escaped."""
+    return Text(printable(cell)) if isinstance(cell, str) else cell
+
 
 def _width(cell: Any) -> int:
     text = cell.plain if isinstance(cell, Text) else str(cell)
@@ -23,7 +32,8 @@ def _width(cell: Any) -> int:
 def fill_table(table: DataTable, columns: Sequence[Any], rows: Iterable[Sequence[Any]],
                keys: Sequence[str] | None = None) -> None:
     """Replace the table's columns and rows; each column is as wide as its widest cell or label."""
-    rows = [list(r) for r in rows]
+    rows = [[_plain(c) for c in r] for r in rows]
+    columns = [_plain(label) for label in columns]
     widths = [max([_width(label)] + [_width(r[i]) for r in rows if i < len(r)]) for i, label in enumerate(columns)]
     table.clear(columns=True)
     for label, width in zip(columns, widths):

@@ -139,10 +139,10 @@ class BudgetBar(Vertical):
             self.remove_class(cls)
         if view.plan_error:
             self.add_class("invalid")
-            status.update(f"✗ INVALID  {view.plan_error}")
+            status.update(Text(f"✗ INVALID  {view.plan_error}"))  # may quote a value typed
         elif view.error:
             self.add_class("invalid")
-            status.update(f"? UNKNOWN  {view.error}")
+            status.update(Text(f"? UNKNOWN  {view.error}"))
         elif b is None:
             status.update("… estimating")
         elif b.fits:

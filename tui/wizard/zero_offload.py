@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.containers import Horizontal
@@ -237,7 +238,7 @@ class ZeroOffloadScreen(StepScreen):
         self.query_one("#probe-nvme", Button).disabled = False
         label = self.query_one("#nvme-speed", Label)
         if message.error:
-            label.update(f"✗ {message.error}")
+            label.update(Text(f"✗ {message.error}"))  # quotes the path typed
             return
         speed: Any = message.bytes_per_s or 0.0
         slow = "  SLOW: the disk will set the step time" if speed < SLOW_DISK_BYTES_PER_S else "  OK"
