@@ -140,7 +140,7 @@ class ZeroTuiApp(RunNavigation):
             from zerotui.core.plan.presets import load_preset
             plan = load_preset(name)
         except ZeroTuiError as err:
-            self.notify(err.one_line(), title="Preset", severity="error", timeout=8)
+            self.notify(err.one_line(), title="Preset", severity="error", timeout=8, markup=False)
             return
         self.apply_plan(plan)
         self.go_to_step("review")
@@ -307,7 +307,7 @@ class ZeroTuiApp(RunNavigation):
             self.notify("Still detecting the hardware; try again in a moment.", title="Fit")
             return
         if self.state.errors:
-            self.notify(self.launch_blockers()[0][0], title="Fit needs a valid plan", severity="warning")
+            self.notify(self.launch_blockers()[0][0], title="Fit needs a valid plan", severity="warning", markup=False)
             return
         self.find_fitting_plans(self.state.plan, self.hardware, self.state.revision)
 
@@ -351,7 +351,7 @@ class ZeroTuiApp(RunNavigation):
     def action_launch(self, anyway: bool = False) -> None:
         hard, soft = self.launch_blockers()
         if hard or (soft and not anyway):
-            self.notify((hard or soft)[0], title="Cannot launch yet", severity="error", timeout=8)
+            self.notify((hard or soft)[0], title="Cannot launch yet", severity="error", timeout=8, markup=False)
             return
         self.notify("Starting the run…", title="Launch", timeout=3)
         self.start_run_worker(self.state.plan, self.hardware, self.runs_dir, anyway)
@@ -371,7 +371,7 @@ class ZeroTuiApp(RunNavigation):
             from zerotui.tui.common.error_modal import ErrorScreen
             self.push_screen(ErrorScreen("The run could not start", message.error, message.hint))
             return
-        self.notify(f"Run started in {message.paths.root}", title="Launched", timeout=6)
+        self.notify(f"Run started in {message.paths.root}", title="Launched", timeout=6, markup=False)
         self.open_dashboard(message.paths)
 
     # -- command palette --------------------------------------------------------------------------

@@ -177,4 +177,6 @@ async def test_a_model_typed_with_brackets_is_named_in_the_budget_as_typed(tmp_p
         await settle(pilot)
         status = str(app.screen.query_one("#budget-status", Label).render())
         assert "a[/x]b" in status, status
+        # the review quotes it as typed too (its toast is checked in tests/unit/test_toast_markup.py)
+        await review_refuses(pilot, app, runs, "a[/x]b")
     await _wizard(tmp_path, body)

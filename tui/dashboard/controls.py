@@ -102,7 +102,7 @@ class RunControls:
         try:
             entry = send_control(self.paths, command, by="dashboard")
         except ZeroTuiError as err:
-            self.notify(err.one_line(), title=f"{command} not sent", severity="error")
+            self.notify(err.one_line(), title=f"{command} not sent", severity="error", markup=False)
             return
         self.pending[str(entry["id"])] = command
         self.query_one(RunLog).note(self.clock(), f"{command} sent to the worker")

@@ -186,7 +186,7 @@ class RunsScreen(Screen):
 
         why = chat_refusal(row.state, row.name)
         if why:
-            self.notify(why, title="chat not opened", severity="warning", timeout=10)
+            self.notify(why, title="chat not opened", severity="warning", timeout=10, markup=False)
             return
         self.post_message(OpenChat(row.paths))
 
@@ -209,7 +209,7 @@ class RunsScreen(Screen):
     def on_run_resume_done(self, message: RunResumeDone) -> None:
         message.stop()
         if message.error:
-            self.notify(in_tui_words(message.error), title="resume failed", severity="error", timeout=15)
+            self.notify(in_tui_words(message.error), title="resume failed", severity="error", timeout=15, markup=False)
             return
         self.notify("a new worker continues the run", title="resumed")
         self.list_runs()

@@ -222,7 +222,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.state == WorkerState.ERROR and event.worker.group.startswith("dashboard"):
             err = event.worker.error
-            self.notify(f"{event.worker.description} failed: {err}", severity="error", timeout=10)
+            self.notify(f"{event.worker.description} failed: {err}", severity="error", timeout=10, markup=False)
             self.query_one(RunLog).note(self.clock(), f"{event.worker.description} failed: {err}", "error")
 
     # -- messages from the threads ----------------------------------------------------------------
@@ -270,7 +270,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
         for alert in ch.alerts:
             kind = str(alert.get("kind") or "alert")
             self.notify(f"{alert.get('message', '')}\n{alert.get('hint', '')}".strip(), title=f"alert: {kind}",
-                        severity="error" if kind in ("oom", "nonfinite_loss") else "warning", timeout=15)
+                        severity="error" if kind in ("oom", "nonfinite_loss") else "warning", timeout=15, markup=False)
             self.alerted.add(ALERT_GROUP.get(kind, "loss"))
             desktop_notify(self.app, f"zerotui {self.paths.name}: alert ({kind})", str(alert.get("message", "")))
         for ack in ch.acks:
@@ -278,7 +278,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
             if command is not None:
                 ok = bool(ack.get("ok"))
                 self.notify(f"{command}: {ack.get('message') or ('done' if ok else 'refused')}",
-                            severity="information" if ok else "warning")
+                            severity="information" if ok else "warning", markup=False)
         if ch.groups & {"stats", "state", "phase"} or ch.acks:
             self._stats_dirty = True
         if "state" in ch.groups:
@@ -292,7 +292,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
     def on_run_resume_done(self, message: RunResumeDone) -> None:
         message.stop()
         if message.error:
-            self.notify(in_tui_words(message.error), title="resume failed", severity="error", timeout=15)
+            self.notify(in_tui_words(message.error), title="resume failed", severity="error", timeout=15, markup=False)
         else:
             self.notify("a new worker continues the run from its last checkpoint", title="resumed")
             self.query_one(RunLog).note(self.clock(), "resume requested: a new worker was started")
@@ -378,7 +378,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
 
         why = chat_refusal(self.outcome, self.paths.name)
         if why:
-            self.notify(why, title="chat not opened", severity="warning", timeout=10)
+            self.notify(why, title="chat not opened", severity="warning", timeout=10, markup=False)
             return
         self.post_message(OpenChat(self.paths))
 

@@ -73,7 +73,7 @@ class ExportScreen(ModalScreen[Optional[Path]]):
             note.set_class(True, "error")
             self.query_one("#export-force").display = "already has" in err.message
             return
-        self.app.notify(printed.strip() or f"Wrote {out}", title="Exported", timeout=10)
+        self.app.notify(printed.strip() or f"Wrote {out}", title="Exported", timeout=10, markup=False)
         self.dismiss(out)
 
     def action_cancel(self) -> None:

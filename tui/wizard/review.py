@@ -199,17 +199,17 @@ class ReviewScreen(StepScreen):
         """A data file or model folder that cannot train blocks "launch anyway" too (it is not a guess)."""
         blockers = self._input_blockers()
         if blockers:
-            self.notify(blockers[0], title="Cannot launch yet", severity="error", timeout=8)
+            self.notify(blockers[0], title="Cannot launch yet", severity="error", timeout=8, markup=False)
         return bool(blockers)
 
     def _copy(self, what: str, build) -> None:
         try:
             text = build()
         except (ZeroTuiError, ImportError) as err:
-            self.notify(str(err), title=f"Cannot copy the {what}", severity="error")
+            self.notify(str(err), title=f"Cannot copy the {what}", severity="error", markup=False)
             return
         self.app.copy_to_clipboard(text)
-        self.notify(f"Copied the {what} ({len(text)} characters) to the clipboard.", title="Copied")
+        self.notify(f"Copied the {what} ({len(text)} characters) to the clipboard.", title="Copied", markup=False)
 
     def action_copy_config(self) -> None:
         self._copy("ds_config.json", self.ds_config_text)
@@ -220,21 +220,21 @@ class ReviewScreen(StepScreen):
     def action_save_preset(self) -> None:
         from zerotui.tui.wizard.save_preset import SavePresetScreen
         if self.state.errors:
-            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
+            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error", markup=False)
             return
         self.app.push_screen(SavePresetScreen(self.state.plan))
 
     def action_export(self) -> None:
         from zerotui.tui.wizard.export_dialog import ExportScreen
         if self.state.errors:
-            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
+            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error", markup=False)
             return
         self.app.push_screen(ExportScreen(self.state.plan))
 
     def action_sweep(self) -> None:
         from zerotui.tui.wizard.sweep_dialog import SweepDialog
         if self.state.errors:
-            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error")
+            self.notify(self.app.launch_blockers()[0][0], title="Fix the plan first", severity="error", markup=False)
             return
 
         def started(paths: Any) -> None:

@@ -78,7 +78,7 @@ class SavePresetScreen(ModalScreen[Optional[str]]):
         except ZeroTuiError as err:
             self._note(f"✗ {err.one_line()}", True)
             return
-        self.app.notify(f"Saved preset {name!r} to {path}", title="Preset saved")
+        self.app.notify(f"Saved preset {name!r} to {path}", title="Preset saved", markup=False)
         self.dismiss(name)
 
     def action_cancel(self) -> None:
