@@ -145,7 +145,7 @@ class Plan(BaseModel):
     sub_group_size: Optional[int] = Field(None, gt=0, description=(
         "Stage 3: elements per optimizer sub-group; smaller lowers the fp32 gradient buffer (default 1e9)."))
     offload_buffer_count: Optional[int] = Field(None, gt=0, description=(
-        "NVMe offload: number of swap buffers (DeepSpeed default: 4 for the optimizer, 5 for weights)."))
+        "NVMe offload: number of swap buffers (DeepSpeed default: 4 for the optimizer, at least 4; 5 for weights)."))
     offload_buffer_size: Optional[int] = Field(None, gt=0, description=(
         "NVMe parameter offload: elements per swap buffer; must hold the largest single weight."))
     zero_init: bool = Field(True, description=(
@@ -278,6 +278,13 @@ class Plan(BaseModel):
                              "1-2 keep it in host RAM instead; use --stage 3, or --offload-optimizer cpu")
         if "nvme" in (self.offload_optimizer, self.offload_params) and self.nvme_path is None:
             raise ValueError("nvme_path is required for NVMe offload; give --nvme-path DIR on a fast local disk")
+        if self.offload_optimizer == "nvme" and self.offload_buffer_count is not None and self.offload_buffer_count < 4:
+            # partitioned_optimizer_swapper.py swaps a sub-group in with a buffer for each of its tensors
+            # and its gradient; with 2 or 3 the 0.13B CPU run failed at its first step ("range() arg 3 must
+            # not be zero", an AssertionError), after the minutes a large model takes to load
+            raise ValueError(f"offload_buffer_count={self.offload_buffer_count} is too few for the optimizer on "
+                             "NVMe: DeepSpeed swaps the fp32 weights, Adam's two moments and the gradient in "
+                             "together, a buffer each; use --offload-buffer-count 4 or more, or leave it unset")
         if self.nodes > 1 and self.hostfile is None:
             raise ValueError(f"nodes={self.nodes} needs a hostfile listing the machines; give --hostfile FILE")
         if self.gpu_ids is not None:

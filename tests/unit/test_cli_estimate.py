@@ -45,6 +45,9 @@ def test_stated_gpus_follow_the_plan(capsys):
     # DeepSpeed's stages 1-2 would keep an "nvme" optimizer in host RAM (tests/unit/test_nvme_swap.py)
     (["estimate", "--model", "llama-2-7b", "--stage", "2", "--offload-optimizer", "nvme", "--nvme-path", "/tmp"],
      "offload_optimizer=nvme needs stage 3"),
+    # DeepSpeed's optimizer swap takes four buffers at once; with 2 or 3 a run failed at its first step
+    (["estimate", "--model", "llama-2-7b", "--stage", "3", "--offload-optimizer", "nvme", "--nvme-path", "/tmp",
+      "--offload-buffer-count", "3"], "offload_buffer_count=3 is too few for the optimizer on NVMe"),
     (["estimate", "--model", "llama-2-7b", "--gpus", "0"], "gpus"),
     (["estimate", "--model", "llama-2-7b", "--gpu-mem", "24XB"], "--gpu-mem"),
     (["estimate", "--model", "llama-2-7b", "--ram", "lots"], "--ram"),
