@@ -341,12 +341,17 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
-    # (they ran with DeepSpeed's sub_group_size, 1e9, zerotui's default then; NVMe plans get 1e8 since)
+    # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
+    # 1e8 sub-groups since, and with their weights on NVMe a reuse distance of 0)
     "1b-full-nvme": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
                                 grad_accum=1, seq_len=2048, grad_ckpt=True, sub_group_size=10**9), "seed"),
     "1b-full-nvme-both": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
                                      offload_params="nvme", micro_batch=4, grad_accum=1, seq_len=2048,
-                                     grad_ckpt=True, sub_group_size=10**9), "seed"),
+                                     grad_ckpt=True, sub_group_size=10**9, stage3_max_reuse_distance=10**9), "seed"),
+    # the same with zerotui's NVMe choices (1e8 sub-groups, reuse distance 0): not yet run on a GPU
+    "1b-full-nvme-both-rd0": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                         offload_params="nvme", micro_batch=4, grad_accum=1, seq_len=2048,
+                                         grad_ckpt=True), "seed"),
     # the same optimizer-on-NVMe plan with zerotui's NVMe sub-group (1e8): host RAM, locked bytes, speed
     "1b-full-nvme-sg": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
                                    grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
@@ -362,6 +367,19 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                          micro_batch=2, grad_accum=1, seq_len=128, sub_group_size=10**9), "seed"),
     "0.1b-nvme-cpu-sg3e7": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
                                          micro_batch=2, grad_accum=1, seq_len=128, sub_group_size=3 * 10**7), "seed"),
+    # Weights on NVMe with every weight swapped (max_in_cpu 0: DeepSpeed otherwise keeps up to 1e9 of them in
+    # host RAM, all of this model's), as the 1.1B H200 run had them: DeepSpeed's reuse distance (1e9) then
+    # zerotui's (0 with the weights on NVMe) (2026-12-05)
+    "0.1b-nvme-both-swapped-rd1e9": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                                  offload_params="nvme", micro_batch=2, grad_accum=1, seq_len=128,
+                                                  grad_ckpt=True, stage3_max_reuse_distance=10**9,
+                                                  ds_overrides={"zero_optimization": {"offload_param": {"max_in_cpu": 0}}}),
+                                     "seed"),
+    "0.1b-nvme-both-swapped": ("0.1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
+                                            offload_params="nvme", micro_batch=2, grad_accum=1, seq_len=128,
+                                            grad_ckpt=True,
+                                            ds_overrides={"zero_optimization": {"offload_param": {"max_in_cpu": 0}}}),
+                               "seed"),
     "tiny-lora-seed": ("tiny", dict(method="lora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "seed"),
     "tiny-qlora-fit": ("tiny", dict(method="qlora", precision="fp32", stage=2, micro_batch=2, grad_accum=2, seq_len=128), "fit"),
 }

@@ -31,9 +31,17 @@ DS_SUB_GROUP_SIZE = 1_000_000_000            # sub_group_size = pp_int(1e9)
 #: Adam's first-step moments: core/estimate/host.py): 26 GiB at DeepSpeed's 1e9, 2.6 GiB at 1e8, 16 of
 #: those bytes locked, which RLIMIT_MEMLOCK must allow (core/deepspeed/memlock.py).
 NVME_SUB_GROUP_SIZE = 100_000_000
+#: stage3_max_reuse_distance for a plan with its weights on NVMe. DeepSpeed keeps a gathered weight, and the
+#: swap buffer its partition was read into, while the weight is used again within this many elements;
+#: every weight is (in backward), so from the second step, when the read-ahead runs, the five buffers
+#: stay taken and a weight read ahead of none fails "Not enough buffers 0 for swapping 1" (DeepSpeed
+#: 0.19.8; on the CPU with max_in_cpu 0, and on the H200's 1.1B run). With 0 each weight and its
+#: buffer go after use: the same CPU plan trains (docs/nvme_offload.md, "Weights on NVMe").
+NVME_PARAMS_REUSE_DISTANCE = 0
 DS_OPTIMIZER_BUFFER_COUNT = 4                # DeepSpeedZeroOffloadOptimizerConfig.buffer_count
 DS_PARAM_BUFFER_COUNT = 5                    # DeepSpeedZeroOffloadParamConfig.buffer_count
 DS_PARAM_BUFFER_SIZE = 100_000_000           # DeepSpeedZeroOffloadParamConfig.buffer_size = pp_int(1e8)
+DS_PARAM_MAX_IN_CPU = 1_000_000_000          # DeepSpeedZeroOffloadParamConfig.max_in_cpu = pp_int(1e9)
 
 # The async-I/O block for NVMe swapping: deepspeed/runtime/swap_tensor/constants.py defaults, which the
 # ZeRO-Infinity tutorial also uses. Written out so users can tune it (`ds_bench` suggests values per disk).
@@ -73,7 +81,9 @@ def bucket_sizes(plan: Plan, spec: Any = None) -> dict[str, int]:
     reduce bucket h*h, stage-3 prefetch 0.9*h*h, persistence threshold 10*h, with h the hidden size.
     DeepSpeed's 5e8 defaults are gigabytes of buffers (docs/estimator.md) that a 24 GB card cannot spare.
     The all-gather bucket (stages 1-2) has no HF rule; zerotui gives it the reduce bucket's size, as it
-    is the same kind of buffer and the estimator counts both.
+    is the same kind of buffer and the estimator counts both. NVMe offload changes two of DeepSpeed's
+    defaults: the optimizer's sub-group (``NVME_SUB_GROUP_SIZE``) and, with the weights there, the reuse
+    distance (``NVME_PARAMS_REUSE_DISTANCE``).
     """
     h = int(getattr(spec, "hidden_size", 0) or 0) if spec is not None else 0
     model_reduce = h * h if h else None
@@ -83,7 +93,8 @@ def bucket_sizes(plan: Plan, spec: Any = None) -> dict[str, int]:
         "stage3_prefetch_bucket_size": int(0.9 * h * h) if h else DS_PREFETCH_BUCKET_SIZE,
         "stage3_param_persistence_threshold": 10 * h if h else DS_PARAM_PERSISTENCE_THRESHOLD,
         "stage3_max_live_parameters": DS_MAX_LIVE_PARAMETERS,
-        "stage3_max_reuse_distance": DS_MAX_REUSE_DISTANCE,
+        "stage3_max_reuse_distance": NVME_PARAMS_REUSE_DISTANCE if plan.offload_params == "nvme"
+        else DS_MAX_REUSE_DISTANCE,
         "sub_group_size": NVME_SUB_GROUP_SIZE if plan.offload_optimizer == "nvme" else DS_SUB_GROUP_SIZE,
     }
     for key in derived:

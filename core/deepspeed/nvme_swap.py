@@ -93,10 +93,12 @@ def full_disk_cause(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]
 
 
 #: DeepSpeed 0.19.8's parameter swapper (partitioned_param_swapper.py, swap_in) when every buffer of
-#: offload_param's pool is taken: its read-ahead (partitioned_param_coordinator.py,
-#: __prefetch_nvme_param_partitions) fills every free buffer, and a weight it did not read ahead then
-#: finds none. Seen on the GPU at the second step of a 1.1B plan with its weights on NVMe
-#: (benchmarks/results/nvme-gpu-2026-12-05-2.json); the first step has no trace to read ahead from.
+#: offload_param's pool is taken. A gathered weight keeps the buffer its partition was read into while it
+#: is used again within stage3_max_reuse_distance elements, and every weight is (in backward); from the
+#: second step the read-ahead (partitioned_param_coordinator.py, __prefetch_nvme_param_partitions) takes
+#: the free ones, and a weight it did not read ahead then finds none. Seen on the GPU at the second step of
+#: a 1.1B plan (benchmarks/results/nvme-gpu-2026-12-05-2.json) and on the CPU with every weight swapped
+#: (nvme-weights-cpu-2026-12-05.json). zerotui gives such plans a reuse distance of 0 (config.py).
 BUFFER_SHORTAGE = ("Not enough buffers", "Not enough swap in buffers")
 
 
@@ -108,12 +110,14 @@ def buffer_shortage(exc: BaseException, plan: Any) -> Optional[str]:
         return None
     count = getattr(plan, "offload_buffer_count", None)
     pool = f"its {count} buffers" if count else "its buffers (offload_buffer_count, DeepSpeed's default 5)"
+    distance = getattr(plan, "stage3_max_reuse_distance", None)
+    kept = (f"this plan sets stage3_max_reuse_distance {distance}, so a weight used again within that many "
+            "elements (every weight is, in backward) keeps its buffer" if distance
+            else "the weights still held theirs")
     return (f"DeepSpeed's NVMe weight swapper ran out of {pool} ({text.strip().splitlines()[0][:120]}): its "
-            "read-ahead had taken every buffer when a layer needed one more weight. DeepSpeed 0.19.8 does "
-            "this from the second step with the weights on NVMe. Keep the weights off NVMe: --offload-params "
-            "cpu (host RAM) or none; the optimizer can stay on NVMe (that ran on a GPU, with the weights on "
-            "the GPU). A larger --offload-buffer-count leaves buffers the read-ahead cannot fill, but was "
-            "not measured")
+            f"read-ahead had taken the free buffers and {kept}. Use --stage3-max-reuse-distance 0 (zerotui's "
+            "choice with the weights on NVMe: each weight gives its buffer back after use), or keep the weights "
+            "off NVMe: --offload-params cpu (host RAM) or none; the optimizer can stay on NVMe")
 
 
 def swap_io_failure(exc: BaseException, nvme_path: Union[str, Path, None],

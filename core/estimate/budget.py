@@ -146,10 +146,12 @@ def _warnings(job: Job, cpu_total: int, cpu_cap: int) -> list[str]:
     if job.plan.uses_nvme():
         # Host RAM: the two 1.1B runs on an H200 (docs/nvme_offload.md) were 25.6% above the estimate until
         # host.py counted the sub-group's gradient buffer and CPU Adam's first-step moments (read in
-        # DeepSpeed and traced on the CPU); it is now 8.5% and 1.7% above them, so no warning is needed.
-        if job.op == "nvme":
-            out.append("weights on NVMe failed at the second step of that GPU's run (DeepSpeed 0.19.8's "
-                       "swapper ran out of buffers): --offload-params cpu keeps them in host RAM")
+        # DeepSpeed and traced on the CPU); it is now 8.5% and 7.5% above them, so no warning is needed.
+        if job.op == "nvme" and job.buckets["stage3_max_reuse_distance"] > 0:
+            # zerotui's own choice is 0 (deepspeed/config.py NVME_PARAMS_REUSE_DISTANCE); this plan set another
+            out.append(f"weights on NVMe with stage3_max_reuse_distance {job.buckets['stage3_max_reuse_distance']}: "
+                       "DeepSpeed 0.19.8's swapper runs out of buffers at the second step (on an H200 and on the "
+                       "CPU); leave it unset (0) or use --offload-params cpu")
     if job.N > 1:
         out.append("per-GPU shares for several GPUs follow DeepSpeed's partitioning; measured on one GPU")
     return out

@@ -7,7 +7,7 @@ buffer up to a power of two (``job.pinned``), which is counted.
 """
 from __future__ import annotations
 
-from zerotui.core.deepspeed.config import param_buffer_size
+from zerotui.core.deepspeed.config import DS_PARAM_MAX_IN_CPU, param_buffer_size
 from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate.job import Job, per_weight_pinned, pinned, sub_groups
 
@@ -52,6 +52,9 @@ def offloaded(job: Job) -> dict[str, float]:
                     pinned(p * n / N) * cnt for n, cnt in job.spec.param_shapes)
         elif op == "nvme":
             off["NVMe weight buffers (page-locked)"] = param_swap_locked(job)
+            # stage3.py _create_param_groups_fp16_flat_cpu_memory: a pinned 16-bit buffer of up to max_in_cpu
+            # (1e9) trainable weights; the sub-groups that fit it whole stay there and are never swapped
+            off["16-bit weights in host RAM (pinned, max_in_cpu)"] = pinned(p * min(DS_PARAM_MAX_IN_CPU, psit / N))
     return off
 
 

@@ -103,6 +103,7 @@ def test_deepspeed_defaults_restated_in_dsconfig_match_deepspeed():
     assert dsconfig.DS_OPTIMIZER_BUFFER_COUNT == DeepSpeedZeroOffloadOptimizerConfig().buffer_count
     assert dsconfig.DS_PARAM_BUFFER_COUNT == DeepSpeedZeroOffloadParamConfig().buffer_count
     assert dsconfig.DS_PARAM_BUFFER_SIZE == DeepSpeedZeroOffloadParamConfig().buffer_size
+    assert dsconfig.DS_PARAM_MAX_IN_CPU == DeepSpeedZeroOffloadParamConfig().max_in_cpu
     assert dsconfig.DS_AIO_DEFAULTS == AIO_DEFAULT_DICT
 
 

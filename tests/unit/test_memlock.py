@@ -100,7 +100,7 @@ def test_the_optimizers_swap_buffers_are_counted_as_deepspeed_locks_them(tmp_pat
     assert big.cpu_bytes - b.cpu_bytes == 28 * (DS_SUB_GROUP_SIZE - NVME_SUB_GROUP_SIZE)
 
 
-def test_weights_on_nvme_add_their_buffers_and_the_write_back_buffer(tmp_path):
+def test_weights_on_nvme_add_their_buffers_the_write_back_buffer_and_the_host_copy(tmp_path):
     plan = nvme_plan(tmp_path, offload_params="nvme")
     b = estimate(plan, gpu_box())
     weights = b.breakdown["cpu"]["NVMe weight buffers (page-locked)"]
@@ -109,12 +109,18 @@ def test_weights_on_nvme_add_their_buffers_and_the_write_back_buffer(tmp_path):
     aligned = -(-2 * NVME_SUB_GROUP_SIZE // 1024) * 1024  # DeepSpeed's async I/O works in 1 KiB units
     assert weights == cfg["buffer_count"] * cfg["buffer_size"] * 2 + aligned
     assert b.locked_bytes == 16 * NVME_SUB_GROUP_SIZE + weights
+    # DeepSpeed also keeps up to max_in_cpu (1e9) trainable 16-bit weights in one pinned host buffer
+    assert b.breakdown["cpu"]["16-bit weights in host RAM (pinned, max_in_cpu)"] == 1 << 31  # 2e9 B, pinned
     assert estimate(plan.with_changes(offload_optimizer="cpu", offload_params="cpu"), gpu_box()).locked_bytes == 0
 
 
-def test_nvme_plans_get_a_smaller_sub_group_unless_the_plan_names_one(tmp_path):
+def test_nvme_plans_get_a_smaller_sub_group_and_weights_there_no_reuse_unless_the_plan_names_them(tmp_path):
     zero = build_ds_config(nvme_plan(tmp_path), 1)["zero_optimization"]
-    assert zero["sub_group_size"] == NVME_SUB_GROUP_SIZE
+    assert zero["sub_group_size"] == NVME_SUB_GROUP_SIZE and zero["stage3_max_reuse_distance"] == 10**9
+    weights = build_ds_config(nvme_plan(tmp_path, offload_params="nvme"), 1)["zero_optimization"]
+    assert weights["stage3_max_reuse_distance"] == 0  # each weight gives its swap buffer back after use
+    named = nvme_plan(tmp_path, offload_params="nvme", stage3_max_reuse_distance=5)
+    assert build_ds_config(named, 1)["zero_optimization"]["stage3_max_reuse_distance"] == 5
     assert build_ds_config(nvme_plan(tmp_path, sub_group_size=12345), 1)["zero_optimization"]["sub_group_size"] == 12345
     host = Plan(model="llama-2-7b", stage=3, offload_optimizer="cpu")
     assert build_ds_config(host, 1)["zero_optimization"]["sub_group_size"] == DS_SUB_GROUP_SIZE

@@ -198,6 +198,9 @@ def test_weights_on_nvme_running_out_of_swap_buffers_says_so_and_what_to_change(
     assert why.startswith("DeepSpeed's NVMe weight swapper ran out of its buffers (offload_buffer_count, "
                           "DeepSpeed's default 5) (Not enough buffers 0 for swapping 1)")
     assert "--offload-params cpu" in why and why.endswith("(in training step 2)") and "resume" not in why
+    assert "--stage3-max-reuse-distance 0" in why
+    kept = describe_failure(short, "training step 2", plan.with_changes(stage3_max_reuse_distance=10**9), None, run)
+    assert "this plan sets stage3_max_reuse_distance 1000000000" in kept.reason
     counted = describe_failure(short, "training step 2", plan.with_changes(offload_buffer_count=8), None, run)
     assert "ran out of its 8 buffers" in counted.reason
     host = plan.with_changes(offload_optimizer="cpu", offload_params="cpu", nvme_path=None)
