@@ -62,6 +62,14 @@ class CheckpointInfo:
     complete: bool
 
 
+class DamagedCheckpoint(RunError):
+    """A checkpoint marked complete whose files no longer read (cut short by a copy or a failing disk)."""
+
+    def __init__(self, info: CheckpointInfo, detail: str, hint: str) -> None:
+        super().__init__(f"checkpoint {info.tag} is damaged: {detail}", hint)
+        self.info, self.detail = info, detail
+
+
 def tag_for(step: int) -> str:
     return f"step{step}"
 
@@ -334,8 +342,8 @@ class Checkpointer:
                 raise
             older = [c for c in list_checkpoints(self.folder) if c.complete and c.step < info.step]
             instead = f"to resume from {older[-1].tag}" if older else "(the run has no older checkpoint to resume from)"
-            raise RunError(f"checkpoint {info.tag} is damaged: {damaged} ({str(err).splitlines()[0][:100]})",
-                           f"remove {info.path} {instead}") from None
+            raise DamagedCheckpoint(info, f"{damaged} ({str(err).splitlines()[0][:100]})",
+                                    f"remove {info.path} {instead}") from None
         if load_path is None or not isinstance(client, dict) or CLIENT_KEY not in client:
             raise RunError(f"checkpoint {info.path} could not be loaded (DeepSpeed found no state in it)",
                            "remove that folder to resume from the one before it")

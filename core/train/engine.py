@@ -211,12 +211,15 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
                      rank0_wait=(lambda: torch.distributed.barrier(group=long_group)) if long_group else None)
     resumed_from = None
     if resume:
-        info = newest_complete(paths.checkpoints)
+        from zerotui.core.train.resume_from import load_newest
+
+        if newest_complete(paths.checkpoints) is not None:
+            phases.start("loading checkpoint")
+        info, client = load_newest(ckpt, paths.checkpoints, world, emit)
         if info is None:
             note("no complete checkpoint to resume from: starting at step 0")
         else:
-            phases.start("loading checkpoint")
-            loop.restore(ckpt.load(info))
+            loop.restore(client)
             ckpt.remove_newer_torn(info.step)
             resumed_from = info.tag
     # Adam's moments now, beside the other model states, rather than in the first step's freed
