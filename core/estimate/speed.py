@@ -34,6 +34,7 @@ class SpeedCoefficients:
     gpu_adam_per_param: float  # seconds per trainable parameter for the GPU optimizer step
     fp32_slowdown: float    # fp32 training relative to bf16
     eager_per_score: float  # seconds per attention score (b·heads·s²·L) with eager attention
+    nvme_bytes_per_s: float = 2.671e9  # NVMe offload's swap traffic, read and written (see nvme_bytes)
 
 
 #: Fitted by benchmarks/estimator/fit_speed.py to both H200 sweeps (47 rows); the recommender check
@@ -46,7 +47,19 @@ H200 = SpeedCoefficients(rate=3.813e14, per_layer=5.025e-3, stage3_per_tensor=1.
 #: Adam both grow with the trainable parameters): fixed at leads, not fitted. fp32: H200 dense
 #: bf16 vs fp32 matrix rate (datasheet, ~990 vs ~67 TFLOP/s) tempered by the non-matmul work;
 #: PCIe: a Gen5 x16 link's pinned copy rate, half its 64 GB/s line rate.
-FIXED = ("pcie_bytes_per_s", "fp32_slowdown")
+FIXED = ("pcie_bytes_per_s", "fp32_slowdown", "nvme_bytes_per_s")
+#: NVMe: the one GPU run with the optimizer on NVMe (seed scenario 1b-full-nvme, the H200 machine's virtual
+#: disk, benchmarks/results/nvme-gpu-2026-12-05-1.json) took 14.23 s a step, of which the model puts 1.05 s
+#: on the rest; its 35.2 GB of swap traffic (nvme_bytes) in the other 13.18 s is 2.67 GB/s. One row, so a
+#: figure for that disk, not a fit: an NVMe drive's own rate replaces it only in ratio.
+#: Per-trainable-weight bytes a step with the optimizer on NVMe, read and written: DeepSpeed reads a
+#: sub-group's fp32 weights, Adam's two moments and its fp32 gradient (16 B) and writes them back, the
+#: gradient during backward (16 B). Measured on the CPU (/proc/PID/io of the 0.13B worker, 2026-12-05):
+#: 16.0 B read and 16.0 B written a weight a step.
+NVME_OPTIMIZER_BYTES = 32.0
+#: Per-swapped-weight 16-bit reads a micro-batch with the weights on NVMe (forward and backward; the same
+#: 0.13B run with recompute read 2.1 a weight a step, and wrote each back once after the step).
+NVME_WEIGHT_READS = 2.0
 
 SMOOTH = 4.0  # exponent of the smooth maximum of GPU and CPU work (overlap is good, not perfect)
 
@@ -100,6 +113,9 @@ def step_time(plan, spec, trainable: int, world_size: int = 1, k: SpeedCoefficie
         gpu += 2 * p * psi / world_size / k.pcie_bytes_per_s
     micro = (gpu ** SMOOTH + cpu ** SMOOTH) ** (1 / SMOOTH)
     parts = {"micro-batches": plan.grad_accum * micro}
+    swapped = nvme_bytes(plan, psi, trainable, world_size)
+    if swapped:
+        parts["NVMe swap"] = swapped / k.nvme_bytes_per_s
     share = trainable / world_size
     if plan.offload_optimizer != "none":
         parts["CPU Adam"] = k.cpu_adam_per_param * share
@@ -108,3 +124,19 @@ def step_time(plan, spec, trainable: int, world_size: int = 1, k: SpeedCoefficie
         parts["optimizer"] = k.gpu_adam_per_param * share
     parts["total"] = sum(parts.values())
     return parts
+
+
+def nvme_bytes(plan, psi: float, trainable: float, world_size: int = 1) -> float:
+    """Bytes one rank reads and writes on its NVMe swap folder a step. With the weights there, DeepSpeed
+    keeps up to max_in_cpu (1e9) of them in host RAM and swaps only the rest (docs/nvme_offload.md)."""
+    from zerotui.core.deepspeed.config import DS_PARAM_MAX_IN_CPU
+
+    out = 0.0
+    if plan.offload_optimizer == "nvme":
+        out += NVME_OPTIMIZER_BYTES * trainable / world_size
+    if plan.offload_params == "nvme":
+        p = 4 if plan.precision == "fp32" else 2
+        swapped = max(0.0, psi / world_size - DS_PARAM_MAX_IN_CPU)
+        out += p * swapped * (NVME_WEIGHT_READS * plan.grad_accum + 1)
+    return out
+

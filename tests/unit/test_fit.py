@@ -107,3 +107,30 @@ def test_nothing_fits_suggests_qlora_when_only_qlora_would_fit():
     lines = why_nothing_fits(plan, hw)
     assert any(line.startswith("would fit with --method qlora") for line in lines), lines
     assert any(line.startswith("would fit with --method lora") for line in lines), lines
+
+
+def test_nvme_offload_costs_its_swap_traffic_and_ranks_after_host_ram_offload(tmp_path):
+    """The disk reads and writes 32 bytes a trainable weight a step with the optimizer on NVMe (measured on
+    the CPU from /proc/PID/io): a 7B full fine-tune that also fits with the optimizer in host RAM is not
+    sent to the disk, and where only NVMe fits its step time says what the disk costs."""
+    from zerotui.core.estimate.speed import NVME_OPTIMIZER_BYTES, nvme_bytes
+
+    full = Plan(model="llama-2-7b", micro_batch=1, grad_accum=1, seq_len=512, nvme_path=tmp_path)
+    spec = spec_for_plan(full)
+    nvme = full.with_changes(stage=3, offload_optimizer="nvme")
+    host = full.with_changes(stage=3, offload_optimizer="cpu")
+    psi = spec.params_total
+    assert nvme_bytes(nvme, psi, psi) == NVME_OPTIMIZER_BYTES * psi
+    both = nvme.with_changes(offload_params="nvme")
+    assert nvme_bytes(both, psi, psi) == 32 * psi + 2 * (psi - 10**9) * 3  # past max_in_cpu: 2 reads, 1 write
+    assert nvme_bytes(host, psi, psi) == 0.0
+    assert step_time(nvme, spec, psi)["total"] > 10 * step_time(host, spec, psi)["total"]
+    rich = stated_hardware(gpu_mem="24GiB", gpus=1, ram="256GiB", nvme_free="2TB")
+    recs = recommend(full, rich)
+    kinds = [r.plan.offload_optimizer for r in recs]
+    assert kinds[0] == "cpu" and "nvme" in kinds and kinds.index("nvme") > max(i for i, k in enumerate(kinds)
+                                                                            if k == "cpu")
+    poor = stated_hardware(gpu_mem="24GiB", gpus=1, ram="64GiB", nvme_free="2TB")
+    only = recommend(full, poor)
+    assert only and all(r.plan.offload_optimizer == "nvme" for r in only)
+    assert only[0].step_seconds > 60  # 216 GB a step through the disk the speed model knows
