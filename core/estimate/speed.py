@@ -54,11 +54,13 @@ FIXED = ("pcie_bytes_per_s", "fp32_slowdown", "nvme_bytes_per_s")
 #: figure for that disk, not a fit: an NVMe drive's own rate replaces it only in ratio.
 #: Per-trainable-weight bytes a step with the optimizer on NVMe, read and written: DeepSpeed reads a
 #: sub-group's fp32 weights, Adam's two moments and its fp32 gradient (16 B) and writes them back, the
-#: gradient during backward (16 B). Measured on the CPU (/proc/PID/io of the 0.13B worker, 2026-12-05):
-#: 16.0 B read and 16.0 B written a weight a step.
+#: gradient during backward (16 B). Measured on the CPU (/proc/PID/io of the 0.13B worker, 2026-12-05,
+#: benchmarks/results/nvme-io-cpu-hostsnap-2026-12-05.txt): about 2.15 GB each way a step for its 134M
+#: weights, 16 B read and 16 B written a weight.
 NVME_OPTIMIZER_BYTES = 32.0
 #: Per-swapped-weight 16-bit reads a micro-batch with the weights on NVMe (forward and backward; the same
-#: 0.13B run with recompute read 2.1 a weight a step, and wrote each back once after the step).
+#: 0.13B run with every weight swapped and recompute read each about twice a step more, and wrote each
+#: back once after the step).
 NVME_WEIGHT_READS = 2.0
 
 SMOOTH = 4.0  # exponent of the smooth maximum of GPU and CPU work (overlap is good, not perfect)
