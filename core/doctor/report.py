@@ -115,10 +115,23 @@ def collect(probe_software: bool = True, env: Optional[Mapping[str, str]] = None
         "kernels": sw.get("kernels") or ({"error": sw["kernels_error"]} if sw.get("kernels_error") else None),
         "pitfalls": [p.to_dict() for p in pitfalls],
         "data_cache": _data_cache(env),
+        "memlock": _memlock(),
         "timings": {"probe_s": sw.get("probe_s"), "torch_import_s": sw.get("torch_import_s"),
                     "deepspeed_import_s": sw.get("deepspeed_import_s"),
                     "total_s": round(time.perf_counter() - started, 2)},
     }
+
+
+def _memlock() -> dict[str, Any]:
+    """The locked-memory limit NVMe offload's swap buffers count against (core/deepspeed/memlock.py)."""
+    import resource
+
+    from zerotui.core.deepspeed.memlock import holds_ipc_lock
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    unlimited = resource.RLIM_INFINITY
+    return {"soft": None if soft == unlimited else soft, "hard": None if hard == unlimited else hard,
+            "ipc_lock": holds_ipc_lock()}
 
 
 def _data_cache(env: Mapping[str, str]) -> dict[str, Any]:
@@ -211,6 +224,12 @@ def render_text(report: Mapping[str, Any], width: int = 80) -> str:
     if dc:
         bound = f"of {format_bytes(dc['limit'])}" if dc.get("limit") is not None else f"({dc.get('error')})"
         out += _row("data cache", f"{format_bytes(dc['bytes'])} {bound}, {dc['path']}", width)
+    ml = report.get("memlock")
+    if ml:
+        def _lim(v: Any) -> str:
+            return "unlimited" if v is None else format_bytes(v)
+        locked = "any amount (CAP_IPC_LOCK)" if ml.get("ipc_lock") else f"{_lim(ml.get('hard'))} (ulimit -l)"
+        out += _row("locked RAM", f"{locked}: NVMe offload's swap buffers", width)
     if hw.in_container:
         out += _row("container", "yes", width)
     out += ["", "Software"]

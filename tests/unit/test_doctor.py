@@ -257,3 +257,23 @@ def test_a_locked_memory_limit_too_low_for_nvme_offload_is_a_note(monkeypatch):
     sw["deepspeed"]["ops"]["async_io"]["compatible"] = False  # no NVMe offload here at all: libaio says it
     monkeypatch.setattr(memlock, "allowance", lambda: 8 << 20)
     assert "memlock_low" not in ids(gpu_box(), sw)
+
+
+def test_the_locked_memory_limit_is_reported():
+    import resource
+
+    _soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)
+    hard = 8 << 20 if hard == resource.RLIM_INFINITY else min(hard, 8 << 20)  # lowering needs no privilege
+    code = ("import json, resource\nfrom zerotui.core.doctor.report import collect, render_text\n"
+            "from zerotui.core.hardware.types import Hardware\n"
+            f"resource.setrlimit(resource.RLIMIT_MEMLOCK, ({min(64 << 10, hard)}, {hard}))\n"
+            "r = collect(probe_software=False, hardware=Hardware(cpu_cores=2, cpu_threads=2))\n"
+            "print(json.dumps(r['memlock'])); print(render_text(r))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    memlock = json.loads(out.splitlines()[0])
+    assert (memlock["soft"], memlock["hard"]) == (min(64 << 10, hard), hard)
+    from zerotui.core.sizes import format_bytes
+
+    text = ("locked RAM   any amount (CAP_IPC_LOCK)" if memlock["ipc_lock"]
+            else f"locked RAM   {format_bytes(hard)} (ulimit -l)")
+    assert text in out
