@@ -94,6 +94,9 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     else:
         host_phase, cpu_parts = host.host_peak(job, off)[0], host.cpu_only(peak.parts, off)
     nvme = host.nvme(job)
+    in_ram = _nvme_in_ram(plan, hw)
+    if in_ram:  # swap files on tmpfs are host RAM (DeepSpeed swaps there without complaint)
+        cpu_parts[f"NVMe swap files (in RAM: {in_ram})"] = sum(nvme.values()) / job.n_local
     breakdown = {
         "gpu": {k: int(v) for k, v in peak.parts.items() if v} if job.on_gpu else {},
         "cpu": {k: int(v * job.n_local) for k, v in cpu_parts.items() if v},
@@ -115,7 +118,7 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     return Budget(
         gpu_bytes=gpu_bytes, gpu_allocated_bytes=int(peak.allocated) if job.on_gpu else 0, cpu_bytes=cpu_total,
         nvme_bytes=nvme_total, gpu_capacity=int(gpu_cap), cpu_capacity=cpu_cap, nvme_capacity=int(nvme_cap),
-        fits=bool(fits), breakdown=breakdown, warnings=_warnings(job, cpu_total, cpu_cap),
+        fits=bool(fits), breakdown=breakdown, warnings=_warnings(job, cpu_total, cpu_cap, in_ram),
         peak_phase=peak.phase, host_phase=host_phase, world_size=job.N,
         params_total=int(job.psi), params_trainable=int(job.psit),
         deepspeed_estimate=deepspeed_estimate(plan, spec, int(job.psi), job.n_local),
@@ -133,8 +136,22 @@ def host_room(hw: Hardware) -> int:
     return min(total, free) if total and free else total
 
 
-def _warnings(job: Job, cpu_total: int, cpu_cap: int) -> list[str]:
+def _nvme_in_ram(plan, hw: Hardware) -> Optional[str]:
+    """The filesystem type when the plan's NVMe folder is on this machine and in RAM (tmpfs, ramfs); None
+    otherwise, and for stated hardware (a plan for another machine)."""
+    if not plan.uses_nvme() or plan.nvme_path is None or hw.source == "stated":
+        return None
+    from zerotui.core.hardware.disks import RAM_FS, fstype_at
+
+    kind = fstype_at(plan.nvme_path)
+    return kind if kind in RAM_FS else None
+
+
+def _warnings(job: Job, cpu_total: int, cpu_cap: int, nvme_in_ram: Optional[str] = None) -> list[str]:
     out = []
+    if nvme_in_ram:
+        out.append(f"the NVMe folder is in RAM ({nvme_in_ram}): its swap files are counted in host RAM, beside "
+                   "the swap buffers; a folder on a disk, or --offload-optimizer cpu, spares that")
     if not job.on_gpu:
         out.append("no GPU: training runs on the CPU, so its memory counts as host RAM")
     total = int(job.hw.ram_total_bytes or 0)

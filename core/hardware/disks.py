@@ -208,6 +208,26 @@ def disk_for_path(path: str | Path, disks: list[DiskInfo]) -> Optional[DiskInfo]
     return best
 
 
+#: Filesystems held in RAM: a swap folder there spends the host RAM that offloading to it should spare.
+RAM_FS = ("tmpfs", "ramfs")
+
+
+def fstype_at(path: str | Path, mounts_text: Optional[str] = None) -> Optional[str]:
+    """The type of the filesystem that holds ``path`` (or would, for a folder not made yet): the mount with
+    the longest mount point containing it, from /proc/mounts; None where that cannot be read."""
+    text = mounts_text if mounts_text is not None else _read("/proc/mounts")
+    if text is None:
+        return None
+    target = os.path.realpath(os.path.expanduser(str(path)))
+    best, best_len = None, -1
+    for m in parse_mounts(text):
+        point = m.mountpoint
+        inside = target == point or target.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > best_len:
+            best, best_len = m.fstype, len(point)
+    return best
+
+
 def free_bytes_at(path: str | Path) -> Optional[int]:
     """Free bytes (for an unprivileged user) on the filesystem that holds ``path``, asked of its nearest
     folder that exists (a folder the run will create is not there yet); None where none answers. A hung

@@ -205,3 +205,41 @@ def test_weights_on_nvme_running_out_of_swap_buffers_says_so_and_what_to_change(
     assert "ran out of its 8 buffers" in counted.reason
     host = plan.with_changes(offload_optimizer="cpu", offload_params="cpu", nvme_path=None)
     assert describe_failure(short, "training step 2", host, None, run).reason.startswith("AssertionError")
+
+
+MOUNTS = """/dev/vda / ext4 rw,relatime 0 0
+tmpfs /dev/shm tmpfs rw,nosuid,nodev 0 0
+/dev/nvme0n1p1 /mnt/nvme ext4 rw,noatime 0 0
+tmpfs /mnt/nvme/scratch\\040space tmpfs rw 0 0
+"""
+
+
+def test_the_filesystem_holding_a_path_is_its_longest_mount():
+    from zerotui.core.hardware.disks import fstype_at
+
+    assert fstype_at("/dev/shm/zt/swap", MOUNTS) == "tmpfs"  # a folder not made yet: its mount still says
+    assert fstype_at("/mnt/nvme/swap", MOUNTS) == "ext4"
+    assert fstype_at("/mnt/nvme/scratch space/x", MOUNTS) == "tmpfs"  # /proc/mounts' octal escapes
+    assert fstype_at("/mnt/nvmex", MOUNTS) == "ext4"  # "/", not /mnt/nvme: a prefix is not a parent
+    assert fstype_at("/home/u", "") is None
+
+
+def test_swap_files_in_ram_are_counted_as_host_ram(tmp_path, monkeypatch):
+    """DeepSpeed swaps to a tmpfs folder without complaint (trained on the CPU to /dev/shm): the swap files
+    then take host RAM, which the budget counts and says."""
+    from zerotui.core.estimate.budget import estimate
+    from zerotui.core.hardware import disks
+    from zerotui.core.hardware.types import Hardware
+
+    plan = _nvme_plan(tmp_path / "nvme")
+    hw = Hardware(ram_total_bytes=64 << 30, ram_available_bytes=64 << 30)
+    monkeypatch.setattr(disks, "fstype_at", lambda path, mounts_text=None: "ext4")
+    on_disk = estimate(plan, hw)
+    monkeypatch.setattr(disks, "fstype_at", lambda path, mounts_text=None: "tmpfs")
+    in_ram = estimate(plan, hw)
+    assert in_ram.breakdown["cpu"]["NVMe swap files (in RAM: tmpfs)"] == in_ram.nvme_bytes
+    assert in_ram.cpu_bytes == on_disk.cpu_bytes + in_ram.nvme_bytes
+    assert any("the NVMe folder is in RAM (tmpfs)" in w for w in in_ram.warnings)
+    assert not any("in RAM (" in w for w in on_disk.warnings)
+    stated = Hardware(ram_total_bytes=64 << 30, source="stated")  # planning for another machine
+    assert "NVMe swap files (in RAM: tmpfs)" not in estimate(plan, stated).breakdown["cpu"]
