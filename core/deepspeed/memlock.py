@@ -14,7 +14,6 @@ and names the limit in the end of a run that died of it (``mlock_failure``).
 """
 from __future__ import annotations
 
-import os
 import re
 import resource
 from pathlib import Path
@@ -26,7 +25,6 @@ from zerotui.core.sizes import format_bytes
 CAP_IPC_LOCK = 14
 #: what DeepSpeed's page_alloc.cpp writes to stderr (worker.log) before its assertion aborts the process
 MLOCK_FAILED = re.compile(rb"mlock failed to allocate (\d+) bytes")
-LOG_TAIL_BYTES = 256 << 10
 
 HINT = ("raise the locked-memory limit: add '<user> - memlock unlimited' to /etc/security/limits.conf and log "
         "in again (LimitMEMLOCK=infinity for a systemd service, --ulimit memlock=-1 for docker run), or "
@@ -79,14 +77,9 @@ def limit_problem(locked: int) -> Optional[str]:
 def mlock_failure(log: Path, locked: Optional[int] = None) -> Optional[str]:
     """The reason for a run whose worker died because mlock() failed (read from the end of worker.log);
     None where the log does not say so. ``locked``: the plan's locked bytes per process (estimate.json)."""
-    from zerotui.core.safe_read import open_file
+    from zerotui.core.deepspeed.nvme_swap import log_tail
 
-    try:
-        with open_file(log, follow=False) as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL_BYTES))
-            found = MLOCK_FAILED.search(fh.read(LOG_TAIL_BYTES))
-    except OSError:
-        return None
+    found = MLOCK_FAILED.search(log_tail(log))
     if found is None:
         return None
     _soft, hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)

@@ -56,8 +56,20 @@ def remove_swap(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]) ->
 AIO_SHORT_READ = "is_valid_bytes_to_read"
 #: Less free room than this on the swap folder's disk when a run died counts as a full disk.
 FULL_DISK_BYTES = 64 << 20
-#: How much of worker.log's end is searched for the assertion.
+#: How much of worker.log's end is searched for DeepSpeed's last words (an assertion, a failed mlock()).
 LOG_TAIL_BYTES = 256 << 10
+
+
+def log_tail(log: Path) -> bytes:
+    """The end of a run's worker.log, where a native abort's message is; b"" where it cannot be read."""
+    from zerotui.core.safe_read import open_file
+
+    try:
+        with open_file(log, follow=False) as fh:
+            fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL_BYTES))
+            return fh.read(LOG_TAIL_BYTES)
+    except OSError:
+        return b""
 
 
 def full_disk_cause(nvme_path: Union[str, Path, None], run_dir: Union[str, Path], log: Path,
@@ -69,16 +81,10 @@ def full_disk_cause(nvme_path: Union[str, Path, None], run_dir: Union[str, Path]
     if nvme_path is None:
         return None
     from zerotui.core.hardware.disks import free_bytes_at
-    from zerotui.core.safe_read import open_file
     from zerotui.core.sizes import format_bytes
 
     target = swap_dir(nvme_path, run_dir)
-    try:
-        with open_file(log, follow=False) as fh:
-            fh.seek(max(0, os.fstat(fh.fileno()).st_size - LOG_TAIL_BYTES))
-            aborted = AIO_SHORT_READ.encode() in fh.read(LOG_TAIL_BYTES)
-    except OSError:
-        aborted = False
+    aborted = AIO_SHORT_READ.encode() in log_tail(log)
     free = free_bytes_at(target)
     full = free is not None and free < FULL_DISK_BYTES
     if not (aborted or full):
