@@ -45,6 +45,8 @@ def offloaded(job: Job) -> dict[str, float]:
                 # process (its state starts empty), and they live until that sub-group is swapped out
                 off["Adam's first-step moments (largest sub-group)"] = 8 * largest
             off["CPU Adam"] = cal.CPU_ADAM_EXTRA_BYTES
+            if op == "none" and job.on_gpu:
+                off["step: a sub-group cast to 16 bits"] = step_cast(job)
         if op == "cpu":
             off["16-bit weights (pinned)"] = pinned(p * psi / N, pin)
             if plan.zero_init and pin:
@@ -56,6 +58,20 @@ def offloaded(job: Job) -> dict[str, float]:
             # (1e9) trainable weights; the sub-groups that fit it whole stay there and are never swapped
             off["16-bit weights in host RAM (pinned, max_in_cpu)"] = pinned(p * min(DS_PARAM_MAX_IN_CPU, psit / N))
     return off
+
+
+def step_cast(job: Job) -> float:
+    """Host bytes of the 16-bit copy the step makes of one sub-group's updated fp32 weights. With the
+    weights on the GPU, stage3.py _reassign_or_swap_out_partitioned_parameters copies each sub-group's
+    fp32 partition from the host into its 16-bit GPU partition, and PyTorch's copy_ across devices and
+    dtypes casts on the host first: a temporary of 2 bytes per element of the sub-group, beside the
+    sub-group's optimizer state. Seen in the worker's host RAM on an H100 (the 1.1B plan with 3e8 sub-groups,
+    benchmarks/results/hostsnap-1b-nvme-sg3e8-gpu-2026-12-05.txt: +0.58 GiB at that line, the run's
+    peak); it accounts for the 1.88 GiB the estimate was short on the sweep's 1.1B ZeRO-3 plan with the
+    optimizer on the CPU and DeepSpeed's 1e9 sub-group (a-s3-cpu-mb8-ga2). Weights on the CPU or NVMe
+    take the fp32 values on the host, where copy_ casts in place."""
+    largest = max(sub_groups(int(job.psit / job.N), job.buckets["sub_group_size"]), default=0)
+    return float(job.p * largest)
 
 
 #: DeepSpeed's async I/O aligns each swap buffer to this many bytes (swap_tensor/utils.py AIO_ALIGNED_BYTES,

@@ -104,13 +104,13 @@ def test_the_fit_scores_the_margin_the_estimator_computes(rows):
 
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bounded(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 95 of
-    the 104 rows are within [-3%, +5%] (2026-12-05, fifteenth session; 84 of 90 in the eleventh, 80 of
-    88 in the tenth). Over +5%: ho18, ho35, ho65 and ho68 (ZeRO-1 with the optimizer on the CPU and
-    gradient accumulation, whose held gradients get the gradient share: ho18's allocator history shows no
-    holes for them, but dropping the share put the held-out ho34 6.9% short on 2026-12-03, and the
-    held-out ho64 9.2% and ho68 4.6% short on 2026-12-05, docs/estimator.md), ho46 (fp16
-    ZeRO-1, 4 x 4 x 2,048, no recompute, Liger: 0.28 GiB beyond allocated where the terms give 2.2), and
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 96 of
+    the 105 rows are within [-3%, +5%] (2026-12-05, seventeenth session: ho67, held out, +0.3% on an H100;
+    95 of 104 in the fifteenth, 84 of 90 in the eleventh, 80 of 88 in the tenth). Over +5%: ho18, ho35,
+    ho65 and ho68 (ZeRO-1 with the optimizer on the CPU and gradient accumulation, whose held gradients
+    get the gradient share: ho18's allocator history shows no holes for them, but dropping the share put
+    the held-out ho34 6.9% short on 2026-12-03, and the held-out ho64 9.2% and ho68 4.6% short on
+    2026-12-05, docs/estimator.md), ho46 (fp16 ZeRO-1, 4 x 4 x 2,048, no recompute, Liger: 0.28 GiB beyond allocated where the terms give 2.2), and
     the 128k full fine-tunes at 4,096 tokens (ho55, ho56 twice), each over by what its sweep row had.
     Where backward makes no large gradient store the loss counts at calibration.py's
     EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT (test_loss_hole_weight.py): chosen on adapters (ho52-ho54,
@@ -136,7 +136,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     mine = group(rows, True)
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
-    assert len(worker) == 104 and len(sweeps) == 77
+    assert len(worker) == 105 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
@@ -154,7 +154,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     from zerotui.core.estimate.margin import loss_hole_weighted
     weighted = {r["id"]: total_error(r) for r in mine if loss_hole_weighted(r["job"])}
     assert len(weighted) == 55 and all(-0.03 <= e <= 0.05 for e in weighted.values()), weighted
-    assert len(zero0) == 17 and all(-0.03 <= e <= 0.05 for e in zero0.values()), zero0  # margin.loss_room
+    assert len(zero0) == 18 and all(-0.03 <= e <= 0.05 for e in zero0.values()), zero0  # margin.loss_room
     stepped = {r["id"]: total_error(r) for r in worker
                if r["id"].split()[0] in {f"{s}-full-ho{n}" for s in ("1b", "q1.5b", "q1.5bu", "3b") for n in range(36, 44)}}
     assert len(stepped) == 8 and all(abs(e) <= 0.003 for e in stepped.values()), stepped

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 
+from zerotui.core.deepspeed.config import DS_SUB_GROUP_SIZE, NVME_SUB_GROUP_SIZE
 from zerotui.core.hardware.types import GpuInfo, Hardware
 from zerotui.core.estimate.budget import estimate
 from zerotui.core.estimate.job import pinned
@@ -247,6 +248,25 @@ def test_nvme_offload_counts_disk_host_buffers_and_warns_what_the_gpu_run_showed
     # the host parts that the GPU run's 7.6 GiB were: the sub-group's gradient buffer, Adam's first moments
     assert {"fp32 gradient buffer (largest sub-group)", "Adam's first-step moments (largest sub-group)",
             "NVMe swap buffers (page-locked)"} <= set(optimizer_only.breakdown["cpu"])
+
+
+def test_zero3_offload_with_weights_on_the_gpu_counts_the_steps_cast_of_a_sub_group(tmp_path):
+    """The step copies each sub-group's fp32 weights into its 16-bit GPU partition, casting on the host
+    first (seen on an H100 and accounting for the sweep's -7.6% host row): 2 bytes per element of the
+    largest sub-group, only where the 16-bit weights live on the GPU."""
+    cast = "step: a sub-group cast to 16 bits"
+    for oo, size in (("cpu", DS_SUB_GROUP_SIZE), ("nvme", NVME_SUB_GROUP_SIZE)):
+        plan = Plan(model="llama-2-7b", stage=3, offload_optimizer=oo, nvme_path=tmp_path)
+        assert estimate(plan, gpu_box()).breakdown["cpu"][cast] == 2 * size
+        for op in ("cpu", "nvme"):  # the fp32 values are cast into host buffers in place
+            assert cast not in estimate(plan.with_changes(offload_params=op), gpu_box()).breakdown["cpu"]
+    # a model smaller than one sub-group: the cast is of the weights there are
+    small = Plan(model="qwen2.5-0.5b", stage=3, offload_optimizer="cpu")
+    spec = spec_for_plan(small)
+    got = estimate(small, gpu_box(), spec).breakdown["cpu"][cast]
+    assert got == 2 * min(DS_SUB_GROUP_SIZE, spec.params_total)
+    cpu_only = estimate(Plan(model="llama-2-7b", stage=3, offload_optimizer="cpu"), Hardware(ram_total_bytes=GIB))
+    assert cast not in cpu_only.breakdown["cpu"]  # no GPU: copy_ casts within host RAM, in place
 
 
 def test_estimate_per_keystroke_is_arithmetic_only(monkeypatch):
