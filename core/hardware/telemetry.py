@@ -9,6 +9,11 @@ It runs on the worker's main thread beside a training loop that must not notice 
   children scans all of /proc, so the list is refreshed every ``children_refresh_s`` only: ranks start
   once. RSS counts shared pages (torch's libraries, pinned buffers) once per process, so the sum is an
   upper bound; PSS would be exact but reads every smaps file (tens of ms per rank).
+* A child whose command line is its parent's is left out: a fork that has not yet exec'd. Every
+  ``subprocess`` call the worker makes (py-cpuinfo's probes when CPU Adam starts, DeepSpeed's compiler
+  checks) is such a copy for a moment, and its RSS is the parent's own pages: a 0.13B NVMe run on the
+  CPU read 7.96 GiB once where the worker held 4.7 (2026-12-05). A rank started by the launcher has a
+  command line of its own, and a compiler has its own after exec, so both still count.
 * ``nvme_bytes`` (space used under the plan's ``nvme_path``) walks a folder of swap files; a background
   thread refreshes it every ``nvme_refresh_s`` and ``sample()`` returns the last value.
 """
@@ -110,14 +115,17 @@ class TelemetrySampler:
                 self._children_at = now
         except Exception:
             return None  # the root is gone: nothing to report
-        total, alive = 0, []
+        seen, alive = [], []
         for p in self._procs:
             try:
-                total += p.memory_info().rss
+                seen.append((p.pid, p.ppid(), p.cmdline(), p.memory_info().rss))
                 alive.append(p)
             except Exception:
                 continue  # a rank that exited since the last refresh
         self._procs = alive
+        lines = {pid: line for pid, _, line, _ in seen}
+        total = sum(rss for pid, ppid, line, rss in seen
+                    if pid == self._root_pid or lines.get(ppid) != line)
         return total if alive else None
 
     def _nvme(self) -> Optional[int]:

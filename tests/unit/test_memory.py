@@ -240,13 +240,11 @@ def test_nvme_offload_counts_disk_host_buffers_and_warns_what_the_gpu_run_showed
     assert not b.fits  # no NVMe disk on this machine: capacity 0
     # weights on NVMe ran out of swap buffers at the second step with DeepSpeed's reuse distance (on an H200
     # and on the CPU); zerotui's own (0) trains, so only a plan that sets another is warned
-    assert not any("stage3_max_reuse_distance" in w for w in b.warnings)
+    assert not any("weights on NVMe" in w for w in b.warnings)
     kept = estimate(plan.with_changes(stage3_max_reuse_distance=10**9), gpu_box())
     assert any("weights on NVMe with stage3_max_reuse_distance 1000000000" in w for w in kept.warnings)
     optimizer_only = estimate(plan.with_changes(offload_params="cpu"), gpu_box())
     assert not any("weights on NVMe" in w for w in optimizer_only.warnings)
-    # the H100 run with zerotui's settings held 6.2% more host RAM than estimated: said, with the figure
-    assert any("host RAM with the weights on NVMe" in w and "6% more" in w for w in b.warnings)
     # the host parts that the GPU run's 7.6 GiB were: the sub-group's gradient buffer, Adam's first moments
     assert {"fp32 gradient buffer (largest sub-group)", "Adam's first-step moments (largest sub-group)",
             "NVMe swap buffers (page-locked)"} <= set(optimizer_only.breakdown["cpu"])

@@ -64,6 +64,28 @@ def test_rss_sums_the_process_tree():
         assert s.sample()["rss"] < own + (300 << 20) * 0.5
 
 
+def test_a_fork_that_has_not_exec_d_is_not_counted_twice():
+    # What every subprocess call is for a moment (fork, then exec): a copy whose resident pages are its
+    # parent's. A process holding 300 MB forks without exec'ing; the tree holds those pages once.
+    code = ("import os, sys, time; b = bytearray(300 << 20)\n"
+            "if os.fork() == 0:\n    time.sleep(60); os._exit(0)\n"
+            "sys.stdout.write('ok\\n'); sys.stdout.flush(); time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout.readline().strip() == "ok"
+        tree = psutil.Process(parent.pid)
+        fork = tree.children()[0]
+        assert fork.cmdline() == tree.cmdline() and fork.memory_info().rss > (300 << 20) * 0.9
+        with TelemetrySampler(root_pid=parent.pid, children_refresh_s=0) as s:
+            rss = s.sample()["rss"]
+        assert (300 << 20) * 0.9 < rss < tree.memory_info().rss + (100 << 20)
+    finally:
+        for p in psutil.Process(parent.pid).children():
+            p.kill()
+        parent.kill()
+        parent.wait()
+
+
 def test_nvme_bytes_refresh_in_background(tmp_path):
     (tmp_path / "swap").mkdir()
     (tmp_path / "swap" / "optimizer_0.swp").write_bytes(b"\1" * (3 << 20))
