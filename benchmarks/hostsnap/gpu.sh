@@ -9,6 +9,10 @@ if [ -d .whl/libaio ]; then
   L=$PWD/.whl/libaio/usr/lib/x86_64-linux-gnu; I=$PWD/.whl/libaio/usr/include
   export CFLAGS="-I$I" LDFLAGS="-L$L" CPATH="$I" LIBRARY_PATH="$L" LD_LIBRARY_PATH="$L"
 fi
+# DeepSpeed's ops first, outside the scenarios' time: a fresh machine compiles them inside the first
+# run's worker otherwise (a minute or two, and the compilers' memory in its process tree)
+timeout ${BUILD_TIMEOUT:-300} python3 -c "from zerotui.cli.commands.doctor import build_ops; \
+raise SystemExit(build_ops(quiet=True))" || echo "building DeepSpeed's ops failed or timed out: the runs build them"
 mkdir -p "$OUT/host"
 for s in "$@"; do
   ZT_HOSTSNAP_DIR="$OUT/host" ZEROTUI_SPARE=0 PYTHONPATH="$PWD/benchmarks/hostsnap:$PYTHONPATH" \
