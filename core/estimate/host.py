@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from zerotui.core.deepspeed.config import DS_PARAM_MAX_IN_CPU, param_buffer_size
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.job import Job, per_weight_pinned, pinned, sub_groups
+from zerotui.core.estimate.job import Job, largest_sub_group, per_weight_pinned, pinned, sub_groups
 
 
 def offloaded(job: Job) -> dict[str, float]:
@@ -36,7 +36,7 @@ def offloaded(job: Job) -> dict[str, float]:
                 off["fp32 gradients (pinned)"] = sum(pinned(4 * s, pin) for s in groups)
                 off["optimizer states"] = 8 * psit / N
             else:
-                largest = max(groups, default=0)
+                largest = largest_sub_group(job)
                 off["NVMe swap buffers (page-locked)"] = optimizer_swap_locked(job)
                 # stage3.py initialize_optimizer_states: one fp32 gradient buffer of the largest sub-group,
                 # zero-filled (so resident) on the host when the optimizer is offloaded
@@ -70,7 +70,7 @@ def step_cast(job: Job) -> float:
     peak); it accounts for the 1.88 GiB the estimate was short on the sweep's 1.1B ZeRO-3 plan with the
     optimizer on the CPU and DeepSpeed's 1e9 sub-group (a-s3-cpu-mb8-ga2). Weights on the CPU or NVMe
     take the fp32 values on the host, where copy_ casts in place."""
-    largest = max(sub_groups(int(job.psit / job.N), job.buckets["sub_group_size"]), default=0)
+    largest = largest_sub_group(job)
     return float(job.p * largest)
 
 
@@ -90,7 +90,7 @@ def optimizer_swap_locked(job: Job) -> int:
     so they are not rounded up to a power of two, and they count against RLIMIT_MEMLOCK."""
     if job.stage != 3 or job.oo != "nvme":
         return 0
-    largest = max(sub_groups(int(job.psit / job.N), job.buckets["sub_group_size"]), default=0)
+    largest = largest_sub_group(job)
     return (job.plan.offload_buffer_count or 4) * _aligned(4 * largest)
 
 

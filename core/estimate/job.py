@@ -128,6 +128,11 @@ def sub_groups(numel: int, size: int) -> list[int]:
     return [size] * full + ([rest] if rest else [])
 
 
+def largest_sub_group(job: Job) -> int:
+    """Elements of the largest optimizer sub-group of one rank's trainable partition (stage 3)."""
+    return max(sub_groups(int(job.psit / job.N), job.buckets["sub_group_size"]), default=0)
+
+
 def offload_keeps_gradients(job: Job) -> bool:
     """ZeRO-1/2 with the optimizer offloaded: whether every weight's 16-bit gradient stays on the GPU
     through backward. ZeRO-1 reduces gradients (and frees them) only at the accumulation boundary
