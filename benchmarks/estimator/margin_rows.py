@@ -11,6 +11,7 @@ Three sources, each with the plan it ran and PyTorch's peaks as recorded:
     speed rows      benchmarks/results/speed-*.json (zerotui's worker, no cap), one row per distinct plan
 
 Each row names the result file it comes from ("file"): crossval_margin.py holds one file out at a time.
+"config" is what makes two rows runs of one configuration (repeats.py).
 A row is estimated for the allocator it ran with: the row's "alloc_conf" where it has one (recorded since
 2026-12-02, when full and LoRA runs started getting expandable segments; QLoRA later that day), else its file's (the command's
 own setting), else PyTorch's default — what every run before core/plan/allocator.py had. Speed rows of
@@ -79,11 +80,12 @@ def seed_rows() -> list[dict[str, Any]]:
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
             # estimated for the micro-batch width that ran (ran_seq_len), not the plan's seq_len
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
+            alloc, masked = r.get("alloc_conf", data.get("alloc_conf", "")), ran_masked(r["plan"], data)
             out.append({"id": f"{name} ({f.name[15:-16]})", "source": "seed", "file": f.name,
+                        "config": (name, json.dumps(plan, sort_keys=True), alloc, masked),
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": run_nvml(f.name, data, r),
-                        **components(plan, spec, r.get("alloc_conf", data.get("alloc_conf", "")),
-                                     masked=ran_masked(r["plan"], data))})
+                        **components(plan, spec, alloc, masked=masked)})
     return out
 
 
@@ -100,6 +102,9 @@ def sweep_rows() -> list[dict[str, Any]]:
                 spec = spec_for(r["shape"])
                 first = [m for m in r.get("micro_steps", []) if m["step"] == 0]
                 out.append({"id": r["id"], "source": f"sweep{n}", "file": name,
+                            # Adam's state made at start (sweep 4) or lazily: not the same run of a plan
+                            "config": (r["id"], json.dumps(r["plan"], sort_keys=True), r.get("alloc_conf", ""),
+                                       "states at start" if r.get("optimizer_states_made") else "lazy"),
                             "allocated": r["peak_allocated"] - r["baseline_allocated"],
                             "reserved": r["peak_reserved"] - r["baseline_reserved"], "nvml": r["nvml_used_peak"],
                             # reserved before and after the first optimizer step: what the step added

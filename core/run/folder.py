@@ -146,9 +146,34 @@ def _status_state(paths: RunPaths, st: dict[str, Any], now: Optional[float]) -> 
     pids = st.get("pids") or ([st["pid"]] if st.get("pid") else [])
     alive = any(pid_alive(p) for p in pids) if pids else True
     beat = float(st.get("heartbeat") or 0)  # a number: read_status dropped anything else
-    if not alive or ((now or time.time()) - beat) > LOST_AFTER_S:
+    if not alive:
         return "lost"
+    if (now or time.time()) - beat > LOST_AFTER_S:
+        # Silent but alive before the worker's first heartbeat is a start still on its way: a spare
+        # claimed while it imports, a launcher starting its ranks. Calling that lost would offer a resume
+        # beside it. Silent once running is lost (the worker's main thread beats whatever training does).
+        return "starting" if state == "starting" and live_pids(st) else "lost"
     return state or "running"
+
+
+def live_pids(st: dict[str, Any]) -> list[int]:
+    """The status's processes still running that are the run's own: started before the status's last
+    heartbeat, so a number reused by a later process (after a reboot) does not keep a run alive."""
+    import psutil
+
+    beat = float(st.get("heartbeat") or 0)
+    out = []
+    for pid in st.get("pids") or ([st["pid"]] if st.get("pid") else []):
+        if not pid_alive(pid):
+            continue
+        try:
+            created = psutil.Process(int(pid)).create_time()
+        except (psutil.Error, TypeError, ValueError, OverflowError):
+            continue
+        # 2 s: the process clock (boot time + ticks) and time.time() may disagree by a second
+        if not beat or created <= beat + 2.0:
+            out.append(int(pid))
+    return out
 
 
 def _age(root: Path, now: Optional[float]) -> float:

@@ -99,6 +99,39 @@ async def test_lost_run_shows_last_heartbeat_and_offers_resume(tmp_path):
 
 
 @pilot_test
+async def test_a_silent_run_whose_process_lives_says_so_and_is_not_resumed(tmp_path, monkeypatch):
+    import subprocess
+    import sys
+    import time
+
+    from zerotui.core.run import folder
+
+    monkeypatch.setattr(folder, "LOST_AFTER_S", 0.5)  # silent for "30 s" without waiting them out
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.1)
+        beat = time.time()  # after the process started: it is the run's own, not a reused number
+        paths = make_run(tmp_path, "live.jsonl", status={"state": "running", "pid": sleeper.pid,
+                                                         "pids": [sleeper.pid], "heartbeat": beat, "step": 1})
+        app = DashApp(paths, clock=time.time)
+        async with app.run_test(size=WIDE) as pilot:
+            screen = await loaded(pilot)
+            await wait_for(pilot, lambda: screen.state == "lost", what="the silent state")
+            await pilot.pause(0.1)
+            banner = text_of(screen.query_one("#dash-banner"))
+            assert "Silent" in banner and f"process {sleeper.pid}" in banner and "Press u" not in banner
+            await pilot.press("u")
+            await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the confirmation")
+            await pilot.press("y")
+            await wait_for(pilot, lambda: any(f"kill {sleeper.pid}" in str(n.message) for n in app._notifications),
+                           what="the refusal")
+        assert sleeper.poll() is None and not paths.log.exists()  # nothing was started beside it
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+@pilot_test
 async def test_control_keys_write_control_jsonl_and_show_the_ack(tmp_path):
     paths = make_run(tmp_path, "live.jsonl")
     app = DashApp(paths)

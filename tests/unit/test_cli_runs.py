@@ -115,6 +115,27 @@ def test_bad_requests_exit_2_with_one_line(tmp_path, argv, message):
     assert "Traceback" not in r.stderr
 
 
+def test_stop_of_a_silent_run_whose_process_lives_names_the_process(tmp_path, capsys, monkeypatch):
+    from zerotui.core.run import folder
+
+    monkeypatch.setattr(folder, "LOST_AFTER_S", 0.3)  # silent for "30 s" without waiting them out
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.1)
+        paths = new_run_dir(tmp_path, "silent")
+        paths.plan.write_text("name: silent\n")
+        paths.events.write_text("")
+        write_status(paths, state="running", pid=proc.pid, pids=[proc.pid], heartbeat=time.time())
+        time.sleep(0.5)
+        assert main(["stop", "silent", "--runs-dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert "gone silent" in err and f"process {proc.pid} is still running" in err and f"kill {proc.pid}" in err
+        assert not paths.control.exists()  # nothing sent to a worker that does not read
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_stop_prints_the_acknowledgement_and_waits(tmp_path):
     paths = make_run(tmp_path, max_steps=1000)
     proc = start_worker(paths, step_s=0.05)

@@ -11,8 +11,8 @@ import time
 import pytest
 
 from zerotui.core.errors import RunError
-from zerotui.core.run.folder import (LOST_AFTER_S, RunPaths, list_runs, new_run_dir, pid_alive, read_control,
-                               read_status, resolve_run, run_state, send_control, write_status)
+from zerotui.core.run.folder import (LOST_AFTER_S, RunPaths, list_runs, live_pids, new_run_dir, pid_alive,
+                                     read_control, read_status, resolve_run, run_state, send_control, write_status)
 
 
 def make(base, name="r", now=None, state=None, **status):
@@ -63,6 +63,46 @@ def test_run_state_live_final_and_lost(tmp_path):
     dead = make(tmp_path, "dead", state="running", pids=[proc.pid])
     assert not pid_alive(proc.pid)
     assert run_state(dead) == "lost"
+
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    time.sleep(0.1)  # its start time is taken from /proc: let it exist
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_start_that_is_silent_while_its_process_lives_is_still_starting(tmp_path, sleeper):
+    # A spare claimed while it still imports: no heartbeat until its worker starts, its supervisor alive.
+    beat = time.time()
+    paths = make(tmp_path, "spare", state="starting", pids=[sleeper.pid], heartbeat=beat)
+    later = beat + LOST_AFTER_S + 60
+    assert run_state(paths, now=later) == "starting"
+    running = make(tmp_path, "hung", state="running", pids=[sleeper.pid], heartbeat=beat)
+    assert run_state(running, now=later) == "lost"  # silent once running: the worker's own beat stopped
+    # a heartbeat from before the process existed: its number was reused (a reboot), not the run's process
+    reused = make(tmp_path, "reused", state="starting", pids=[sleeper.pid], heartbeat=beat - 3600)
+    assert live_pids(read_status(reused)) == []
+    assert run_state(reused, now=later) == "lost"
+    sleeper.kill()
+    sleeper.wait()
+    assert run_state(paths, now=later) == "lost"
+
+
+def test_a_silent_run_whose_process_lives_is_not_resumed_beside_it(tmp_path, sleeper, monkeypatch):
+    from zerotui.core.run import folder
+    from zerotui.core.run.start import resume_run
+
+    monkeypatch.setattr(folder, "LOST_AFTER_S", 0.3)
+    paths = make(tmp_path, "silent", state="running", pids=[sleeper.pid], heartbeat=time.time())
+    time.sleep(0.5)
+    assert run_state(paths) == "lost"
+    with pytest.raises(RunError, match=f"gone silent.*process {sleeper.pid} is still running") as err:
+        resume_run(paths)
+    assert f"kill {sleeper.pid}" in err.value.hint
+    assert read_status(paths)["state"] == "running"  # nothing was written: no second worker, no new status
 
 
 def test_zombie_worker_counts_as_dead(tmp_path):

@@ -101,6 +101,26 @@ def test_a_launch_hands_its_run_to_the_spare_which_passes_it_to_its_worker(tmp_p
     assert f"takes run {paths.root}" in paths.log.read_text()
 
 
+def test_a_run_handed_to_a_spare_still_importing_stays_starting_while_it_is_silent(tmp_path, monkeypatch):
+    """Claimed before its worker finished importing (a quick launch on a slow machine): nobody writes a
+    heartbeat until the worker starts. That is a start on its way, not a lost run to resume beside it."""
+    from zerotui.core.run import folder
+    from zerotui.core.run.start import _note_pid
+
+    monkeypatch.setattr(folder, "LOST_AFTER_S", 0.5)  # silent for "30 s" without waiting them out
+    slow = FAKE_WORKER.replace("line = sys.stdin.readline()", "import time; time.sleep(3)\nline = sys.stdin.readline()")
+    spare = sp.start_spare(dict(os.environ), worker=[sys.executable, "-c", slow])
+    assert spare is not None and sp.wait_ready(spare, 30)
+    paths, launched = _launching(tmp_path)
+    pid = spare_claim.claim(paths.root, sp.worker_env(), resume=False, launched=launched)
+    assert pid == spare.supervisor
+    _note_pid(paths, pid, launched)  # what the launch does next
+    time.sleep(1.0)
+    assert not (paths.root / "claim-seen.json").exists()  # the worker has not heard of the run yet
+    assert folder.run_state(paths) == "starting"
+    assert _claimed(paths)["run"] == str(paths.root)
+
+
 def test_a_previous_attempts_rank_records_go_before_the_worker_writes_its_own(tmp_path):
     """Resuming through a spare: the old attempt's records are cleared before the worker hears of the run
     (clearing after would delete the record the worker writes at once)."""

@@ -10,6 +10,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import ProgressBar, Static
 
 from zerotui.core.events.history import RunHistory
+from zerotui.core.run.folder import live_pids
 from zerotui.core.timefmt import format_clock, format_duration
 
 STATE_STYLE = {"running": "green", "paused": "yellow", "stopping": "yellow", "starting": "cyan",
@@ -113,8 +114,13 @@ class RunHeader(Vertical):
             known = isinstance(beat, (int, float))
             when = format_clock(beat, now) if known else "never"
             ago = f" ({format_duration(now - beat)} ago)" if known else ""
-            text = (f"Lost: the worker stopped without a final state. Last heartbeat {when}{ago}. "
-                    "Press u to resume from the last checkpoint.")
+            alive = live_pids(facts.status)
+            if alive:  # silent, not gone: resuming beside it is refused (core/run/start.py)
+                text = (f"Silent: no heartbeat since {when}{ago}, but process {alive[0]} of the run is still "
+                        f"running. Wait, or end it (kill {alive[0]}) before resuming.")
+            else:
+                text = (f"Lost: the worker stopped without a final state. Last heartbeat {when}{ago}. "
+                        "Press u to resume from the last checkpoint.")
             style = "-error"
         elif state == "paused":
             text, style = "Paused: press p to resume.", "-warn"
