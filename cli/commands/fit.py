@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                 "step_seconds": round(r.step_seconds, 4),
                 "changes": {k: list(v) for k, v in r.changes.items()},
                 "plan": {k: r.plan.to_dict()[k] for k in ("stage", "offload_optimizer", "offload_params",
-                                                          "micro_batch", "grad_accum", "grad_ckpt")},
+                                                          "micro_batch", "grad_accum", "grad_ckpt", "pin_memory")},
                 "budget": r.budget.to_dict()} for i, r in enumerate(recs)],
             "why_nothing_fits": why}, indent=1, default=str))
         return 0 if recs else EXIT_DOES_NOT_FIT

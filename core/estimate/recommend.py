@@ -18,7 +18,7 @@ from zerotui.core.sizes import format_bytes
 from zerotui.core.estimate.speed import step_time
 
 CHANGEABLE = ("stage", "offload_optimizer", "offload_params", "nvme_path", "micro_batch", "grad_accum",
-              "grad_ckpt")
+              "grad_ckpt", "pin_memory")
 
 
 @dataclass
@@ -89,20 +89,16 @@ def recommend(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpe
     spec = spec if spec is not None else spec_for_plan(plan)
     trainable = trainable_params(spec, plan)
     world = plan.world_size(hw.gpu_count)
-    scored = []
-    seen = set()
-    for cand in candidates(plan, hw):
-        key = tuple(getattr(cand, f) for f in CHANGEABLE)
-        if key in seen:
-            continue
-        seen.add(key)
-        b = estimate(cand, hw, spec)
-        if not b.fits:
-            continue
-        t = step_time(cand, spec, trainable, world)["total"]
-        # Ties (within 2%) go to the plan closest to what was asked, then to less GPU memory.
-        same = sum(getattr(cand, f) == getattr(plan, f) for f in CHANGEABLE)
-        scored.append((t, -same, b.gpu_bytes, cand, b))
+    scored = _scored(plan, candidates(plan, hw), hw, spec, trainable, world)
+    unpinned = False
+    if not scored and plan.pin_memory:
+        # Last resort: ZeRO-3's offloaded gradient partition is pinned by copying it, and the pinned
+        # allocator rounds up (core/estimate/host.py pinning_copy): unpinned, some offload plans fit that
+        # pinned ones do not. Their host transfers are slower, by an amount not measured: only when
+        # nothing pinned fits.
+        scored = _scored(plan, [c.with_changes(pin_memory=False) for c in candidates(plan, hw)], hw, spec,
+                         trainable, world)
+        unpinned = True
     if not scored:
         return []
     scored.sort(key=lambda x: (x[0], x[1], x[2]))
@@ -116,10 +112,29 @@ def recommend(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpe
         changes = {f: (getattr(plan, f), getattr(cand, f)) for f in CHANGEABLE if getattr(plan, f) != getattr(cand, f)}
         speed = best_t / t
         lead = "fastest that fits" if not out else f"{speed:.0%} of the fastest"
-        reason = f"{_describe(cand)}: {lead}, ~{t:.2f} s/step on an H200; {b.summary()}"
+        unpin = ", host memory unpinned (nothing fits pinned; slower transfers, not measured)" if unpinned else ""
+        reason = f"{_describe(cand)}{unpin}: {lead}, ~{t:.2f} s/step on an H200; {b.summary()}"
         out.append(Recommendation(plan=cand, budget=b, reason=reason, relative_speed=round(speed, 3),
                                   changes=changes, step_seconds=t))
     return out
+
+
+def _scored(plan, cands: list[Any], hw: Hardware, spec: ModelSpec, trainable: int, world: int) -> list[tuple]:
+    """(seconds a step, -fields as asked, GPU bytes, plan, budget) of each distinct candidate that fits."""
+    scored, seen = [], set()
+    for cand in cands:
+        key = tuple(getattr(cand, f) for f in CHANGEABLE)
+        if key in seen:
+            continue
+        seen.add(key)
+        b = estimate(cand, hw, spec)
+        if not b.fits:
+            continue
+        t = step_time(cand, spec, trainable, world)["total"]
+        # Ties (within 2%) go to the plan closest to what was asked, then to less GPU memory.
+        same = sum(getattr(cand, f) == getattr(plan, f) for f in CHANGEABLE)
+        scored.append((t, -same, b.gpu_bytes, cand, b))
+    return scored
 
 
 def why_nothing_fits(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec] = None) -> list[str]:

@@ -9,7 +9,7 @@ import pytest
 
 from zerotui.core.estimate.recommend import recommend, why_nothing_fits
 from zerotui.core.hardware.detect import stated_hardware
-from zerotui.core.hardware.types import GpuInfo, Hardware
+from zerotui.core.hardware.types import DiskInfo, GpuInfo, Hardware
 from zerotui.core.estimate.budget import estimate
 from zerotui.core.model.spec import spec_for_plan, trainable_params
 from zerotui.core.plan.schema import Plan
@@ -46,6 +46,23 @@ def test_every_recommendation_fits_keeps_the_job_and_is_ordered(gib):
     # plan as given leads (the speed model is not that precise)
     assert max(r.relative_speed for r in recs) == 1.0 and recs[0].relative_speed >= 0.98
     assert all(0 < r.relative_speed <= 1.0 for r in recs)
+
+
+def test_unpinned_host_memory_is_a_last_resort_when_nothing_fits_pinned(tmp_path):
+    """A 7B fp32 full fine-tune on a 24 GiB card with 60 GiB of RAM: every offload plan that fits the card
+    pins ZeRO-3's 4-byte gradient partition by copying it (host.pinning_copy: 25 GiB twice, one copy
+    rounded up to 32 GiB). Unpinned, the optimizer on NVMe fits; Fit offers that, says so, and only then."""
+    hw = box(24, ram_gib=60)
+    hw.disks = [DiskInfo(device="/dev/nvme0n1", mountpoint=str(tmp_path), fstype="ext4", total_bytes=2 * 10**12,
+                         free_bytes=10**12, nvme=True, rotational=False)]
+    plan = Plan(model="llama-2-7b", precision="fp32", micro_batch=8, seq_len=128)
+    recs = recommend(plan, hw)
+    assert recs and all(not r.plan.pin_memory and r.changes["pin_memory"] == (True, False) for r in recs)
+    assert all(r.budget.fits and "host memory unpinned" in r.reason for r in recs)
+    assert recs[0].plan.stage == 3 and recs[0].plan.offload_optimizer != "none"
+    # where a pinned plan fits, nothing is unpinned
+    pinned_fit = recommend(plan.with_changes(precision="bf16"), hw)
+    assert pinned_fit and all(r.plan.pin_memory and "pin_memory" not in r.changes for r in pinned_fit)
 
 
 def test_smaller_gpus_push_towards_checkpointing_or_offload():
