@@ -110,20 +110,23 @@ def finished_problem(paths: RunPaths, ev: dict) -> str | None:
     return None
 
 
-def finished_exit_code(paths: RunPaths, ev: dict, err: TextIO = sys.stderr) -> int:
+def finished_exit_code(paths: RunPaths, ev: dict, err: Optional[TextIO] = None) -> int:
+    # the stream is looked up at the call, not bound at import: whoever replaced sys.stderr since
+    # (a test's capture, a redirect) gets the line, and a closed stream from then is never written
     problem = finished_problem(paths, ev)
     if problem is not None:
-        err.write(f"zerotui: {problem}\n")
+        (err or sys.stderr).write(f"zerotui: {problem}\n")
         return 1
     return 0
 
 
-def follow_run(paths: RunPaths, offset: int = 0, out: TextIO = sys.stdout,
+def follow_run(paths: RunPaths, offset: int = 0, out: Optional[TextIO] = None,
                seen: dict[str, Any] | None = None) -> int:
     """Print the run's events until it ends. Ctrl-C: graceful stop, again: stop now, a third: detach.
 
     ``seen`` (for --json) collects the run's end as it went by: ``total_steps``, the last ``step`` event
     and the ``end`` (run_finished, or {"type": "lost"})."""
+    out = out or sys.stdout  # at the call (finished_exit_code says why)
     total: dict[str, Any] = {"steps": None}
     seen = {} if seen is None else seen
     interrupts = 0
