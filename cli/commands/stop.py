@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from zerotui.cli.run_follow import EventCursor, events_end, finished_exit_code, format_event
-    from zerotui.core.run.folder import (live_pids, read_status, require_intact, resolve_run, run_state,
-                                         send_control)
+    from zerotui.core.run.folder import (read_status, require_intact, require_not_silent, resolve_run,
+                                         run_state, send_control)
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
     require_intact(paths, "stop")
@@ -42,13 +42,7 @@ def run(args: argparse.Namespace) -> int:
                        "`zerotui runs` lists the runs; `zerotui resume RUN` continues a stopped one")
     if state == "lost":
         st = read_status(paths)
-        alive = live_pids(st)
-        if alive:  # silent, so control.jsonl may never be read: a signal reaches its supervisor
-            raise RunError(f"run {paths.name} has gone silent (last heartbeat {format_ago(st.get('heartbeat'))}), "
-                           f"but its process {alive[0]} is still running",
-                           f"`kill {alive[0]}` asks its supervisor to stop the run (with a checkpoint, if the "
-                           f"worker still can); `kill -9 {alive[0]}` if it does not end; then "
-                           f"`zerotui resume {paths.name}`")
+        require_not_silent(paths, st)
         beat = format_ago(st.get("heartbeat"))
         raise RunError(f"run {paths.name} is lost: its worker is gone (last heartbeat {beat})",
                        f"nothing to stop; `zerotui resume {paths.name}` continues it from its last checkpoint")

@@ -89,15 +89,15 @@ def recommend(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpe
     spec = spec if spec is not None else spec_for_plan(plan)
     trainable = trainable_params(spec, plan)
     world = plan.world_size(hw.gpu_count)
-    scored = _scored(plan, candidates(plan, hw), hw, spec, trainable, world)
+    cands = candidates(plan, hw)
+    scored = _scored(plan, cands, hw, spec, trainable, world)
     unpinned = False
     if not scored and plan.pin_memory:
         # Last resort: ZeRO-3's offloaded gradient partition is pinned by copying it, and the pinned
         # allocator rounds up (core/estimate/host.py pinning_copy): unpinned, some offload plans fit that
         # pinned ones do not. Their host transfers are slower, by an amount not measured: only when
         # nothing pinned fits.
-        scored = _scored(plan, [c.with_changes(pin_memory=False) for c in candidates(plan, hw)], hw, spec,
-                         trainable, world)
+        scored = _scored(plan, [c.with_changes(pin_memory=False) for c in cands], hw, spec, trainable, world)
         unpinned = True
     if not scored:
         return []

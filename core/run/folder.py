@@ -25,6 +25,7 @@ from zerotui.core.errors import RunError
 from zerotui.core.paths import default_runs_dir
 from zerotui.core.run.run_files import FIX, damage, load_status
 from zerotui.core.run.settled import last_finished, settled_state
+from zerotui.core.timefmt import format_ago
 
 CONTROL_COMMANDS = ("stop", "stop-now", "pause", "resume", "checkpoint")
 #: A live worker rewrites status.json at least this often; older than 3× this means it is gone.
@@ -102,6 +103,25 @@ def require_intact(paths: RunPaths, doing: str) -> None:
         raise RunError(f"run {paths.name} is damaged, cannot {doing} it: {found}", FIX)
 
 
+def require_not_silent(paths: RunPaths, st: dict[str, Any]) -> None:
+    """RunError when a lost run's own process still runs: silent, not gone. A resume beside it would train
+    a second worker on the folder, and a stop through control.jsonl may never be read; a signal to its
+    supervisor is the way."""
+    alive = live_pids(st)
+    if not alive:
+        return
+    many = len(alive) > 1
+    raise RunError(f"run {paths.name} has gone silent (last heartbeat {format_ago(st.get('heartbeat'))}), but its "
+                   f"process{'es' if many else ''} {', '.join(map(str, alive))} "
+                   f"{'are' if many else 'is'} still running",
+                   f"`kill {alive[0]}` asks its supervisor to stop the run (with a checkpoint, if the worker still "
+                   f"can); `kill -9 {alive[0]}` if it does not end; then `zerotui resume {paths.name}`")
+
+
+def _status_pids(st: dict[str, Any]) -> list[Any]:
+    return st.get("pids") or ([st["pid"]] if st.get("pid") else [])
+
+
 def pid_alive(pid: Any) -> bool:
     try:
         pid = int(pid)
@@ -143,7 +163,7 @@ def _status_state(paths: RunPaths, st: dict[str, Any], now: Optional[float]) -> 
         return state
     if not st:
         return "lost" if paths.events.exists() and _age(paths.root, now) > LOST_AFTER_S else "starting"
-    pids = st.get("pids") or ([st["pid"]] if st.get("pid") else [])
+    pids = _status_pids(st)
     alive = any(pid_alive(p) for p in pids) if pids else True
     beat = float(st.get("heartbeat") or 0)  # a number: read_status dropped anything else
     if not alive:
@@ -163,7 +183,7 @@ def live_pids(st: dict[str, Any]) -> list[int]:
 
     beat = float(st.get("heartbeat") or 0)
     out = []
-    for pid in st.get("pids") or ([st["pid"]] if st.get("pid") else []):
+    for pid in _status_pids(st):
         if not pid_alive(pid):
             continue
         try:

@@ -24,11 +24,10 @@ from zerotui.core.hardware.types import Hardware
 from zerotui.core.model.spec import spec_for_plan
 from zerotui.core.paths import default_runs_dir
 from zerotui.core.plan.schema import Plan, load_plan, plan_from_dict
-from zerotui.core.run.folder import (RunPaths, live_pids, new_run_dir, read_status, require_intact, run_state,
-                                     write_status)
+from zerotui.core.run.folder import (RunPaths, new_run_dir, read_status, require_intact, require_not_silent,
+                                     run_state, write_status)
 from zerotui.core.run.run_files import open_append
 from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
-from zerotui.core.timefmt import format_ago
 from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run import spare, spare_claim
 from zerotui.core.run.launcher import uses_launcher, worker_argv
@@ -216,14 +215,8 @@ def _check_resumable(paths: RunPaths) -> None:
     if state == "completed":
         raise RunError(f"run {paths.name} completed at step {st.get('step')}; there is nothing to resume",
                        "start a new run with `zerotui train` (e.g. with a higher --max-steps)")
-    alive = live_pids(st) if state == "lost" else []
-    if alive:  # silent, not gone: a second worker would train on the same folder beside it
-        raise RunError(f"run {paths.name} has gone silent (last heartbeat {format_ago(st.get('heartbeat'))}), "
-                       f"but its process{'es' if len(alive) > 1 else ''} {', '.join(map(str, alive))} "
-                       f"{'are' if len(alive) > 1 else 'is'} still running",
-                       f"wait for it, or end it first (`kill {alive[0]}` asks its supervisor to stop the run, "
-                       f"with a checkpoint if the worker still can; `kill -9 {alive[0]}` if it does not end), "
-                       "then resume")
+    if state == "lost":
+        require_not_silent(paths, st)  # a second worker would train on the same folder beside it
 
 
 def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
