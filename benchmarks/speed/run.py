@@ -14,6 +14,8 @@ contenders, as it would for a user):
 * ``7b-lora``: a 7B LoRA (r 16 on q/k/v/o), bf16, 16 × 1024 per step; kernels none vs auto.
 * ``1b-ckpt``: the 1.1B job on fit's pick with a checkpoint every 10 steps; background saves off vs on
   (the ``checkpoint`` events' ``seconds`` is how long training waited, ``write_seconds`` the whole write).
+* ``1b-z2-pin``, ``1b-z3-pin``: the 1.1B job with Adam on the CPU at ZeRO-2 / ZeRO-3, as written (no fit);
+  pinned host buffers vs pageable ones (``pin_memory`` true vs false).
 
 Reported per run: median tokens/s and TFLOP/s per GPU over the step windows after the first, MFU against
 the H200's data-sheet and measured bf16 peaks, the estimate against the measured peak, seconds from
@@ -68,6 +70,15 @@ JOBS: dict[str, dict[str, Any]] = {
     "7b-qlora-alloc": dict(shape="7b", fields=dict(method="qlora", precision="bf16", stage=3, lora_targets=ALL_LINEAR,
                                                    micro_batch=2, grad_accum=8, seq_len=1024, grad_ckpt=True),
                            vary="alloc", values=["default", "expandable"]),
+    # Pinned against pageable host buffers for the offloaded optimizer (the plan's pin_memory), on seed plans
+    # (no fit): the 1.1B full fine-tune with Adam on the CPU at ZeRO-2 and at ZeRO-3. fit falls back to
+    # unpinned memory only when nothing fits pinned (core/estimate/recommend.py); this is what it costs.
+    "1b-z2-pin": dict(shape="1b", fields=dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu",
+                                              kernels="auto", micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True),
+                      vary="pin_memory", values=[True, False], pick="seed"),
+    "1b-z3-pin": dict(shape="1b", fields=dict(method="full", precision="bf16", stage=3, offload_optimizer="cpu",
+                                              kernels="auto", micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True),
+                      vary="pin_memory", values=[True, False], pick="seed"),
     "tiny": dict(shape="tiny", fields=dict(method="full", precision="fp32", micro_batch=2, grad_accum=1,
                                            seq_len=128, save_interval=3, keep_checkpoints=1),
                  vary="kernels", values=["none", "auto"]),
