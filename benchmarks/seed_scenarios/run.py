@@ -339,6 +339,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                       grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho68": ("1b", dict(method="full", precision="fp16", stage=1, offload_optimizer="cpu", kernels="auto",
                                 micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
+    # The speed job 1b-z2-pin's plan (benchmarks/speed/run.py), whose pinned run reserved 6.65 GiB and allocated
+    # 4.32 GiB where the estimate said 4.21 and 3.57 (2026-12-05, nineteenth session): under the allocator's
+    # history, to find what the estimate lacks.
+    "1b-full-ho69": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="auto",
+                                micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
