@@ -344,6 +344,16 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # history, to find what the estimate lacks.
     "1b-full-ho69": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="auto",
                                 micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
+    # Held out from offload12.py's two moments (2026-12-05, nineteenth session): fit's pick for the 1.1B on a
+    # 24 GiB card (ZeRO-2, 16 sequences, one micro-batch a step), the same at ZeRO-1 (whose clones stay for every
+    # weight, not a partition's), and ZeRO-2 without fused kernels (its loss beside the held gradients).
+    # Written down by predict.py before they ran.
+    "1b-full-ho70": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="auto",
+                                micro_batch=16, grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+    "1b-full-ho71": ("1b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu", kernels="auto",
+                                micro_batch=8, grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+    "1b-full-ho72": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
+                                micro_batch=4, grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -8,6 +8,8 @@ The peak is the largest of the moments a training step goes through, each a sum 
                none: autograd makes each weight's gradient as backward frees its layer's activations;
                at stage 1 with several micro-batches a step, beside the weights' accumulated gradients)
     recompute  (checkpointing) one layer rebuilt with its gradients, late in backward
+    backward end  (ZeRO-1/2, optimizer offloaded) the gradients DeepSpeed holds until backward ends,
+               beside the last layer's activations (offload12.py)
     step       model states + gradients + the optimizer step's fp32 gradient copy
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from zerotui.core.estimate.activations import (
     model_bytes_per_token,
     recompute_bytes_per_token,
 )
+from zerotui.core.estimate import offload12
 from zerotui.core.estimate.job import Job, largest_trainable, offload_keeps_gradients, persistent_params
 from zerotui.core.estimate.margin import (
     first_step_fits,
@@ -160,6 +163,11 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     if plan.grad_ckpt:
         phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
                                "activations (recomputed layer)": recompute}
+    held = offload12.held_gradients(job)
+    if held:
+        last = ({"activations (recomputed layer)": recompute} if plan.grad_ckpt
+                else {"activations (one layer)": saved / spec.num_layers})
+        phases["backward end"] = {"gradients (held until backward ends)": held, **last}
     phase = max(phases, key=lambda k: sum(phases[k].values()))
     g = dict(states.parts)
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
@@ -190,4 +198,6 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     terms["optimizer step's moment"] = step_moment_term(job, moments_alloc, phase, allocated,
                                                          sum(terms.values()))
+    terms["initialisation's pool (offload)"] = offload12.init_floor(
+        job, cal.CUDA_CONTEXT_BYTES, allocated, sum(terms.values()), terms["gradient norm (fp64, offload)"])
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new, moments_alloc)
