@@ -90,15 +90,14 @@ def recommend(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpe
     trainable = trainable_params(spec, plan)
     world = plan.world_size(hw.gpu_count)
     cands = candidates(plan, hw)
-    scored = _scored(plan, cands, hw, spec, trainable, world)
-    unpinned = False
-    if not scored and plan.pin_memory:
-        # Last resort: ZeRO-3's offloaded gradient partition is pinned by copying it, and the pinned
-        # allocator rounds up (core/estimate/host.py pinning_copy): unpinned, some offload plans fit that
-        # pinned ones do not. Their host transfers are slower, by an amount not measured: only when
-        # nothing pinned fits.
-        scored = _scored(plan, [c.with_changes(pin_memory=False) for c in cands], hw, spec, trainable, world)
-        unpinned = True
+    scored, host_bound = _scored(plan, cands, hw, spec, trainable, world)
+    # Unpinned host memory: ZeRO-3's offloaded gradient partition is pinned by copying it, and the pinned
+    # allocator rounds up (core/estimate/host.py pinning_copy), so some offload plans fit host RAM only
+    # unpinned. Their transfers are slower (speed.py's pageable rate, measured: a 1.1B ZeRO-2 step took 2x
+    # as long), and they compete on that speed with the pinned plans (NVMe offload is slower still). Only
+    # plans that failed on host RAM alone are tried again: unpinning a plan that fits only slows it.
+    if plan.pin_memory and host_bound:
+        scored += _scored(plan, [c.with_changes(pin_memory=False) for c in host_bound], hw, spec, trainable, world)[0]
     if not scored:
         return []
     scored.sort(key=lambda x: (x[0], x[1], x[2]))
@@ -112,16 +111,19 @@ def recommend(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpe
         changes = {f: (getattr(plan, f), getattr(cand, f)) for f in CHANGEABLE if getattr(plan, f) != getattr(cand, f)}
         speed = best_t / t
         lead = "fastest that fits" if not out else f"{speed:.0%} of the fastest"
-        unpin = ", host memory unpinned (nothing fits pinned; slower transfers, not measured)" if unpinned else ""
+        unpin = (", host memory unpinned (pinned does not fit host RAM; slower transfers)"
+                 if plan.pin_memory and not cand.pin_memory else "")
         reason = f"{_describe(cand)}{unpin}: {lead}, ~{t:.2f} s/step on an H200; {b.summary()}"
         out.append(Recommendation(plan=cand, budget=b, reason=reason, relative_speed=round(speed, 3),
                                   changes=changes, step_seconds=t))
     return out
 
 
-def _scored(plan, cands: list[Any], hw: Hardware, spec: ModelSpec, trainable: int, world: int) -> list[tuple]:
-    """(seconds a step, -fields as asked, GPU bytes, plan, budget) of each distinct candidate that fits."""
-    scored, seen = [], set()
+def _scored(plan, cands: list[Any], hw: Hardware, spec: ModelSpec, trainable: int,
+            world: int) -> tuple[list[tuple], list[Any]]:
+    """(seconds a step, -fields as asked, GPU bytes, plan, budget) of each distinct candidate that fits, and
+    the pinned offload candidates that did not fit host RAM alone."""
+    scored, seen, host_bound = [], set(), []
     for cand in cands:
         key = tuple(getattr(cand, f) for f in CHANGEABLE)
         if key in seen:
@@ -129,12 +131,22 @@ def _scored(plan, cands: list[Any], hw: Hardware, spec: ModelSpec, trainable: in
         seen.add(key)
         b = estimate(cand, hw, spec)
         if not b.fits:
+            if cand.pin_memory and _host_bound(cand, b):
+                host_bound.append(cand)
             continue
         t = step_time(cand, spec, trainable, world)["total"]
         # Ties (within 2%) go to the plan closest to what was asked, then to less GPU memory.
         same = sum(getattr(cand, f) == getattr(plan, f) for f in CHANGEABLE)
         scored.append((t, -same, b.gpu_bytes, cand, b))
-    return scored
+    return scored, host_bound
+
+
+def _host_bound(cand, b) -> bool:
+    """Whether an offload plan failed on host RAM alone (its GPU and NVMe needs fit)."""
+    offloads = (cand.offload_optimizer, cand.offload_params) != ("none", "none")
+    return (offloads and bool(b.cpu_capacity) and b.cpu_bytes > b.cpu_capacity
+            and (not b.gpu_capacity or b.gpu_bytes <= b.gpu_capacity)
+            and (not b.nvme_bytes or b.nvme_bytes <= b.nvme_capacity))
 
 
 def why_nothing_fits(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec] = None) -> list[str]:

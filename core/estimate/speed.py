@@ -35,6 +35,7 @@ class SpeedCoefficients:
     fp32_slowdown: float    # fp32 training relative to bf16
     eager_per_score: float  # seconds per attention score (b·heads·s²·L) with eager attention
     nvme_bytes_per_s: float = 2.671e9  # NVMe offload's swap traffic, read and written (see nvme_bytes)
+    pageable_bytes_per_s: float = 5.52e9  # offload traffic through pageable host memory (pin_memory false)
 
 
 #: Fitted by benchmarks/estimator/fit_speed.py to both H200 sweeps (47 rows); the recommender check
@@ -47,7 +48,12 @@ H200 = SpeedCoefficients(rate=3.813e14, per_layer=5.025e-3, stage3_per_tensor=1.
 #: Adam both grow with the trainable parameters): fixed at leads, not fitted. fp32: H200 dense
 #: bf16 vs fp32 matrix rate (datasheet, ~990 vs ~67 TFLOP/s) tempered by the non-matmul work;
 #: PCIe: a Gen5 x16 link's pinned copy rate, half its 64 GB/s line rate.
-FIXED = ("pcie_bytes_per_s", "fp32_slowdown", "nvme_bytes_per_s")
+FIXED = ("pcie_bytes_per_s", "fp32_slowdown", "nvme_bytes_per_s", "pageable_bytes_per_s")
+#: Pageable: the 1.1B full fine-tune at ZeRO-2 with Adam on the CPU (benchmarks/speed's 1b-z2-pin, one H100,
+#: benchmarks/results/speed-pin-z2b-h100-2026-12-05.json) took 0.910 s a step with pinned host buffers and
+#: 1.842 s with pageable ones, the same plan alternating in one command. The model put 0.973 s on the pinned
+#: step; the 0.932 s more over its 6.6 GB of gradients and weights is 5.52 GB/s for the whole transfer. One
+#: pair on one machine: a figure, not a fit.
 #: NVMe: the one GPU run with the optimizer on NVMe (seed scenario 1b-full-nvme, the H200 machine's virtual
 #: disk, benchmarks/results/nvme-gpu-2026-12-05-1.json) took 14.23 s a step, of which the model puts 1.05 s
 #: on the rest; its 35.2 GB of swap traffic (nvme_bytes) in the other 13.18 s is 2.67 GB/s. One row, so a
@@ -111,8 +117,9 @@ def step_time(plan, spec, trainable: int, world_size: int = 1, k: SpeedCoefficie
         cpu += k.per_hook * trainable_tensors(spec, plan)
     if plan.stage == 3:
         cpu += k.stage3_per_tensor * (sum(c for _, c in spec.param_shapes) + 2 * adapters)
+    link = k.pcie_bytes_per_s if plan.pin_memory else k.pageable_bytes_per_s
     if plan.offload_params != "none":
-        gpu += 2 * p * psi / world_size / k.pcie_bytes_per_s
+        gpu += 2 * p * psi / world_size / link
     micro = (gpu ** SMOOTH + cpu ** SMOOTH) ** (1 / SMOOTH)
     parts = {"micro-batches": plan.grad_accum * micro}
     swapped = nvme_bytes(plan, psi, trainable, world_size)
@@ -121,7 +128,7 @@ def step_time(plan, spec, trainable: int, world_size: int = 1, k: SpeedCoefficie
     share = trainable / world_size
     if plan.offload_optimizer != "none":
         parts["CPU Adam"] = k.cpu_adam_per_param * share
-        parts["gradients and weights over PCIe"] = (4 + p) * share / k.pcie_bytes_per_s
+        parts["gradients and weights over PCIe"] = (4 + p) * share / link
     else:
         parts["optimizer"] = k.gpu_adam_per_param * share
     parts["total"] = sum(parts.values())

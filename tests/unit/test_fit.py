@@ -48,10 +48,11 @@ def test_every_recommendation_fits_keeps_the_job_and_is_ordered(gib):
     assert all(0 < r.relative_speed <= 1.0 for r in recs)
 
 
-def test_unpinned_host_memory_is_a_last_resort_when_nothing_fits_pinned(tmp_path):
+def test_unpinned_host_memory_is_offered_where_pinned_does_not_fit_host_ram(tmp_path):
     """A 7B fp32 full fine-tune on a 24 GiB card with 60 GiB of RAM: every offload plan that fits the card
     pins ZeRO-3's 4-byte gradient partition by copying it (host.pinning_copy: 25 GiB twice, one copy
-    rounded up to 32 GiB). Unpinned, the optimizer on NVMe fits; Fit offers that, says so, and only then."""
+    rounded up to 32 GiB). Unpinned, the optimizer on NVMe fits; Fit offers that and says so. Where the
+    pinned plans fit, none is unpinned (unpinning a plan that fits only slows it)."""
     hw = box(24, ram_gib=60)
     hw.disks = [DiskInfo(device="/dev/nvme0n1", mountpoint=str(tmp_path), fstype="ext4", total_bytes=2 * 10**12,
                          free_bytes=10**12, nvme=True, rotational=False)]
@@ -60,9 +61,29 @@ def test_unpinned_host_memory_is_a_last_resort_when_nothing_fits_pinned(tmp_path
     assert recs and all(not r.plan.pin_memory and r.changes["pin_memory"] == (True, False) for r in recs)
     assert all(r.budget.fits and "host memory unpinned" in r.reason for r in recs)
     assert recs[0].plan.stage == 3 and recs[0].plan.offload_optimizer != "none"
-    # where a pinned plan fits, nothing is unpinned
+    # in bf16 the pinned NVMe plan fits and leads; an unpinned plan only ever stands for one that did not fit
     pinned_fit = recommend(plan.with_changes(precision="bf16"), hw)
-    assert pinned_fit and all(r.plan.pin_memory and "pin_memory" not in r.changes for r in pinned_fit)
+    assert pinned_fit[0].plan.pin_memory and "pin_memory" not in pinned_fit[0].changes
+    unpinned = [r.plan for r in pinned_fit if not r.plan.pin_memory]
+    assert all(not estimate(p.with_changes(pin_memory=True), hw).fits for p in unpinned)
+
+
+def test_an_unpinned_cpu_offload_outranks_a_pinned_nvme_one_on_speed(tmp_path):
+    """A 7B bf16 full fine-tune on a 24 GiB card with 120 GiB of RAM: the optimizer on the CPU needs 123 GiB
+    of host RAM pinned, 117 unpinned; on NVMe it fits pinned. Pageable transfers cost a 1.1B ZeRO-2 step 2x
+    (speed.py's pageable rate) while NVMe swaps 32 bytes a weight a step, so the unpinned CPU plan is the
+    faster one and Fit puts it first, saying it is unpinned; the pinned NVMe plans follow it."""
+    hw = box(24, ram_gib=120)
+    hw.disks = [DiskInfo(device="/dev/nvme0n1", mountpoint=str(tmp_path), fstype="ext4", total_bytes=2 * 10**12,
+                         free_bytes=10**12, nvme=True, rotational=False)]
+    recs = recommend(Plan(model="llama-2-7b", precision="bf16", micro_batch=8, seq_len=128), hw)
+    first = recs[0]
+    assert (first.plan.offload_optimizer, first.plan.pin_memory) == ("cpu", False)
+    assert "host memory unpinned" in first.reason and first.changes["pin_memory"] == (True, False)
+    pinned_cpu = first.plan.with_changes(pin_memory=True)
+    assert not estimate(pinned_cpu, hw).fits and first.budget.fits
+    nvme = [r for r in recs if r.plan.offload_optimizer == "nvme"]
+    assert nvme and all(r.plan.pin_memory and r.step_seconds > first.step_seconds for r in nvme)
 
 
 def test_smaller_gpus_push_towards_checkpointing_or_offload():

@@ -296,6 +296,50 @@ def test_zero3_optimizer_offload_peaks_while_its_gradient_partition_is_pinned(tm
     assert pageable not in cpu_only.breakdown["cpu"]  # DeepSpeed's CPU accelerator does not pin
 
 
+def test_zero12_optimizer_offload_holds_large_gradients_until_backward_ends():
+    """DeepSpeed 0.19.8 with the optimizer offloaded clones every gradient larger than the reduce bucket and
+    leaves the clone on its weight until the backward's epilogue (1b-full-ho69's allocator history: 1.48 GiB
+    of MLP and head gradients beside one recomputed layer, where the estimate had none). Stage 2 keeps a
+    rank's partition of them, stage 1 every one."""
+    plan = Plan(model="llama-2-7b", stage=2, offload_optimizer="cpu", micro_batch=1, seq_len=512, grad_ckpt=True,
+                kernels="auto")
+    spec = spec_for_plan(plan)
+    bucket = spec.hidden_size ** 2  # zerotui's reduce bucket (core/deepspeed/config.py bucket_sizes)
+    big = sum(n * c for n, c in spec.param_shapes if n > bucket)
+    assert 0 < big < spec.params_total  # the MLP and the embeddings; attention's square matrices are not larger
+    held = "gradients (held until backward ends)"
+    one = estimate(plan, gpu_box())
+    assert one.peak_phase == "backward end" and one.breakdown["gpu"][held] == 2 * big
+    two = estimate(plan, gpu_box(n=2))
+    assert two.breakdown["gpu"][held] == 2 * big / 2
+    stage1 = estimate(plan.with_changes(stage=1), gpu_box(n=2))
+    assert stage1.breakdown["gpu"][held] == 2 * big
+    # several micro-batches a step keep every gradient at stage 1 (job.offload_keeps_gradients): counted there
+    assert held not in estimate(plan.with_changes(stage=1, grad_accum=2), gpu_box()).breakdown["gpu"]
+    assert held not in estimate(plan.with_changes(offload_optimizer="none"), gpu_box()).breakdown["gpu"]
+
+
+def test_zero12_optimizer_offload_reserves_its_initialisation_pool():
+    """The engine flattens the 16-bit weights on the GPU when the device's free memory holds them, then clones
+    its partition there before moving it to the host: three copies reserved before the first step, and the
+    fp64 gradient-norm block on top (1b-full-ho69, and ho70-ho72 held out: 8.84 GiB by NVML, 8.92 estimated,
+    where the estimate had been 6.49-7.87). A card too small to flatten on leaves two copies."""
+    plan = Plan(model="llama-2-7b", stage=2, offload_optimizer="cpu", micro_batch=1, seq_len=512, grad_ckpt=True,
+                kernels="auto")
+    spec = spec_for_plan(plan)
+    w = 2 * spec.params_total
+    norm = 8 * max(n for n, _ in spec.param_shapes)  # margin.offload_norm_block: the embedding's fp64 copy
+    for gib, copies in ((80, 3), (24, 2)):
+        b = estimate(plan, gpu_box(gib))
+        assert b.gpu_bytes - b.breakdown["gpu"]["CUDA context"] == pytest.approx(copies * w + norm, rel=1e-6)
+    # without the offload the fp32 master and Adam's states live on the GPU and the step outgrows this moment
+    from zerotui.core.estimate import gpu, job
+
+    for oo, pool in (("cpu", True), ("none", False)):
+        j = job.job_for(plan.with_changes(offload_optimizer=oo), spec, gpu_box(), {})
+        assert (gpu.peak(j, gpu.model_states(j)).margin_terms["initialisation's pool (offload)"] > 0) is pool
+
+
 def test_estimate_per_keystroke_is_arithmetic_only(monkeypatch):
     """The bar recomputes on every key: after the first call, estimate() must not build the model again
     (the meta-device build is the only slow part). Its time per call is measured by
