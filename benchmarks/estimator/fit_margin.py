@@ -83,7 +83,17 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             # and whether the step is the peak of allocation (then that moment alone sets reserved)
             "step": np.array([r["moments"]["step"] + step_hole(r["job"]) if step_hole(r["job"]) else np.nan
                               for r in rows]),
-            "step_peak": np.array([bool(step_hole(r["job"])) and r["phase"] == "step" for r in rows], dtype=bool)}
+            "step_peak": np.array([bool(step_hole(r["job"])) and r["phase"] == "step" for r in rows], dtype=bool),
+            # offload12.init_floor: initialisation's pool and the norm's block beyond allocated, -inf where none
+            "pool": np.array([_pool(r) for r in rows])}
+
+
+def _pool(r: dict) -> float:
+    from zerotui.core.estimate import calibration
+    from zerotui.core.estimate.offload12 import init_reserved
+
+    pool = init_reserved(r["job"], calibration.CUDA_CONTEXT_BYTES)
+    return pool + offload_norm_block(r["job"]) - r["allocated_est"] if pool else -np.inf
 
 
 def grid(expandable: bool = False) -> np.ndarray:
@@ -108,7 +118,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m + returned))
     m = np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
     step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
-    return np.where(d["step_peak"], step, np.maximum(m, step))
+    return np.maximum(np.where(d["step_peak"], step, np.maximum(m, step)), d["pool"])
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
