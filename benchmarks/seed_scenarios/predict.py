@@ -9,37 +9,52 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from benchmarks.seed_scenarios.run import SCENARIOS, SHAPES, plan_for
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("groups", nargs="+", help="CAP:SCENARIO[,SCENARIO...]")
-    ap.add_argument("--gpu-mem", default="140GiB", help="the GPU the runs will have (its memory)")
-    ap.add_argument("--ram", default="128GiB")
-    a = ap.parse_args()
+def config_folder(work: Path, shape: str) -> Path:
+    """A model folder of ``shape`` with its config.json only (what the estimator reads), made once."""
     from transformers import AutoConfig
 
-    from zerotui.core.estimate.budget import estimate
-    from zerotui.core.hardware.detect import stated_hardware
-    from zerotui.core.sizes import parse_size
+    folder = work / shape
+    if not folder.exists():
+        fields = dict(SHAPES[shape])
+        AutoConfig.for_model(fields.pop("model_type", "llama"), **fields, dtype="bfloat16").save_pretrained(folder)
+    return folder
 
-    hw = stated_hardware(gpu_mem=a.gpu_mem, gpus=1, ram=a.ram)
+
+@contextmanager
+def config_only(argv_tail: str, gpu_mem: str) -> Iterator[tuple[Any, Any, Path, Path]]:
+    """The arguments (``argv_tail``: the positional ones' name; --gpu-mem, --ram), the stated machine, and a
+    scratch folder with a one-line dataset, for writing estimates down before runs."""
+    from zerotui.core.hardware.detect import stated_hardware
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument(argv_tail, nargs="+")
+    ap.add_argument("--gpu-mem", default=gpu_mem, help="the GPU the runs will have (its memory)")
+    ap.add_argument("--ram", default="128GiB")
+    a = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="zt-predict-") as tmp:
         work = Path(tmp)
         data = work / "data.jsonl"
         data.write_text('{"text": "config only"}\n')
+        yield a, stated_hardware(gpu_mem=a.gpu_mem, gpus=1, ram=a.ram), work, data
+
+
+def main() -> int:
+    from zerotui.core.estimate.budget import estimate
+    from zerotui.core.sizes import parse_size
+
+    with config_only("groups", "140GiB") as (a, hw, work, data):  # groups: CAP:SCENARIO[,SCENARIO...]
         for group in a.groups:
             cap, names = group.split(":", 1)
             for name in names.split(","):
-                shape = SCENARIOS[name][0]
-                folder = work / shape
-                if not folder.exists():
-                    fields = dict(SHAPES[shape])
-                    AutoConfig.for_model(fields.pop("model_type", "llama"), **fields,
-                                         dtype="bfloat16").save_pretrained(folder)
+                folder = config_folder(work, SCENARIOS[name][0])
                 plan = plan_for(name, folder, data, parse_size(cap), 4, 1, hardware=hw, nvme_dir=work / "nvme")
                 b = estimate(plan, hw)
                 print(f"{name:24s} cap {cap}: gpu_bytes {b.gpu_bytes / 2**30:.2f} GiB, allocated "

@@ -6,40 +6,20 @@ time. Runs anywhere (a config-only model folder, a stated GPU).
 """
 from __future__ import annotations
 
-import argparse
-import tempfile
-from pathlib import Path
-
-from benchmarks.seed_scenarios.run import SHAPES
+from benchmarks.seed_scenarios.predict import config_folder, config_only
 from benchmarks.speed.run import JOBS, plan_for
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("jobs", nargs="+")
-    ap.add_argument("--gpu-mem", default="80GiB", help="the GPU the runs will have (its memory)")
-    ap.add_argument("--ram", default="128GiB")
-    a = ap.parse_args()
-    from transformers import AutoConfig
-
     from zerotui.core.estimate import host
     from zerotui.core.estimate.budget import estimate
     from zerotui.core.estimate.job import job_for
     from zerotui.core.estimate.speed import step_time
-    from zerotui.core.hardware.detect import stated_hardware
     from zerotui.core.model.spec import spec_for_plan
 
-    hw = stated_hardware(gpu_mem=a.gpu_mem, gpus=1, ram=a.ram)
-    with tempfile.TemporaryDirectory(prefix="zt-predict-") as tmp:
-        work = Path(tmp)
-        data = work / "data.jsonl"
-        data.write_text('{"text": "config only"}\n')
+    with config_only("jobs", "80GiB") as (a, hw, work, data):
         for name in a.jobs:
-            shape = JOBS[name]["shape"]
-            folder = work / shape
-            if not folder.exists():
-                fields = dict(SHAPES[shape])
-                AutoConfig.for_model(fields.pop("model_type", "llama"), **fields, dtype="bfloat16").save_pretrained(folder)
+            folder = config_folder(work, JOBS[name]["shape"])
             for value in JOBS[name]["values"]:
                 plan = plan_for(name, value, folder, data, 16, 4, 0)
                 spec = spec_for_plan(plan)
