@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from zerotui.core.estimate.cuda_context import context_bytes
+from zerotui.core.estimate.offload12 import POOL, POOL_LABEL
 from zerotui.core.estimate import gpu, host
 from zerotui.core.estimate.ds_estimators import deepspeed_estimate
 from zerotui.core.estimate.job import Job, job_for
@@ -103,7 +104,11 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
         "nvme": {k: int(v) for k, v in nvme.items() if v},
     }
     if job.on_gpu:
-        breakdown["gpu"]["fragmentation margin"] = int(peak.margin)
+        # offload12.init_floor: the pool DeepSpeed's initialisation leaves is not fragmentation; named apart
+        pool = int(peak.margin_terms.get(POOL, 0.0))
+        breakdown["gpu"]["fragmentation margin"] = int(peak.margin) - pool
+        if pool:
+            breakdown["gpu"][POOL_LABEL] = pool
         breakdown["gpu"]["CUDA context"] = context_bytes(plan, job.N)
     gpu_bytes = int(peak.allocated + peak.margin + breakdown["gpu"]["CUDA context"]) if job.on_gpu else 0
     cpu_total = int(sum(cpu_parts.values()) * job.n_local)

@@ -198,6 +198,6 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     terms["optimizer step's moment"] = step_moment_term(job, moments_alloc, phase, allocated,
                                                          sum(terms.values()))
-    terms["initialisation's pool (offload)"] = offload12.init_floor(
+    terms[offload12.POOL] = offload12.init_floor(
         job, cal.CUDA_CONTEXT_BYTES, allocated, sum(terms.values()), terms["gradient norm (fp64, offload)"])
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new, moments_alloc)

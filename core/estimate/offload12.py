@@ -26,6 +26,11 @@ from zerotui.core.estimate.job import Job, offload_keeps_gradients
 from zerotui.core.model.spec import lora_targets_found
 
 
+#: The margin term (gpu.peak) and the budget's line for initialisation's pool beyond the training peak.
+POOL = "initialisation's pool (offload)"
+POOL_LABEL = "initialisation's pool beyond the peak (offload)"
+
+
 def applies(job: Job) -> bool:
     return job.on_gpu and job.stage in (1, 2) and job.oo != "none"
 
