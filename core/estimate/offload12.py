@@ -17,8 +17,9 @@ buffer, on the GPU when the device's free memory holds it (``flatten_on_accelera
 after; then it clones its partition on the GPU before moving the copy to the host as the fp32 master
 (``.detach().clone().to(device=cpu)``). The clone cannot use the originals' freed blocks, so the pool grows
 to three copies: 6.16 GiB reserved with 2.05 allocated in the trace, before the first step. Training then
-allocates inside that pool, and the gradient norm's fp64 block grows it once more (``init_floor``). Without the offload the master and Adam's states stay on the GPU and the step
-outgrows this moment, so only offload plans get it.
+allocates inside that pool, and the gradient norm's fp64 block grows it once more (``init_floor``).
+Without the offload the master and Adam's states stay on the GPU and the step outgrows this moment, so
+only offload plans get it.
 """
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def trainable_shapes(job: Job) -> list[tuple[int, int]]:
 
 
 def held_gradients(job: Job) -> float:
-    """Bytes of 16-bit gradients one rank holds late in backward (the module docstring). None where every
+    """Bytes of 16-bit gradients one rank holds late in backward (the module docstring). 0 where every
     gradient stays anyway (``offload_keeps_gradients``: counted as the plan's gradients) or where gradients
     do not go through the contiguous bucket (not traced)."""
     if not applies(job) or offload_keeps_gradients(job) or not job.plan.contiguous_gradients:
