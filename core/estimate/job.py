@@ -143,13 +143,20 @@ def offload_keeps_gradients(job: Job) -> bool:
     return job.stage == 1 and (job.plan.grad_accum > 1 or not job.plan.overlap_comm)
 
 
-def largest_trainable(job: Job) -> int:
-    """Elements of the largest trainable tensor (the offload staging buffer is sized by it)."""
+def trainable_shapes(job: Job) -> list[tuple[int, int]]:
+    """(elements, count) of every trainable tensor: the model's, or LoRA's A and B matrices."""
     plan, spec = job.plan, job.spec
     if not plan.uses_adapters():
-        return spec.largest_param_numel
+        return list(spec.param_shapes)
     found = lora_targets_found(spec, plan.lora_targets)
-    return max((plan.lora_r * max(i, o) for hits in found.values() for i, o, _ in hits), default=0)
+    return [(plan.lora_r * d, c) for hits in found.values() for i, o, c in hits for d in (i, o)]
+
+
+def largest_trainable(job: Job) -> int:
+    """Elements of the largest trainable tensor (the offload staging buffer is sized by it)."""
+    if not job.plan.uses_adapters():
+        return job.spec.largest_param_numel
+    return max((n for n, _ in trainable_shapes(job)), default=0)
 
 
 def per_weight_pinned(job: Job, n: int, pin: bool) -> int:

@@ -23,8 +23,7 @@ only offload plans get it.
 """
 from __future__ import annotations
 
-from zerotui.core.estimate.job import Job, offload_keeps_gradients
-from zerotui.core.model.spec import lora_targets_found
+from zerotui.core.estimate.job import Job, offload_keeps_gradients, trainable_shapes
 
 
 #: The margin term (gpu.peak) and the budget's line for initialisation's pool beyond the training peak.
@@ -34,15 +33,6 @@ POOL_LABEL = "initialisation's pool beyond the peak (offload)"
 
 def applies(job: Job) -> bool:
     return job.on_gpu and job.stage in (1, 2) and job.oo != "none"
-
-
-def trainable_shapes(job: Job) -> list[tuple[int, int]]:
-    """(elements, count) of every trainable tensor: the model's, or LoRA's A and B matrices."""
-    plan, spec = job.plan, job.spec
-    if not plan.uses_adapters():
-        return list(spec.param_shapes)
-    found = lora_targets_found(spec, plan.lora_targets)
-    return [(plan.lora_r * d, c) for hits in found.values() for i, o, c in hits for d in (i, o)]
 
 
 def held_gradients(job: Job) -> float:
