@@ -66,7 +66,19 @@ def main() -> int:
                     print(f"{'':24s} host {b.cpu_bytes / 2**30:.2f} GiB at {b.host_phase}; NVMe "
                           f"{b.nvme_bytes / 2**30:.2f} GiB ({', '.join(f'{k} {v / 2**30:.2f}' for k, v in b.breakdown['nvme'].items())})",
                           flush=True)
+                elif "cpu" in (plan.offload_optimizer, plan.offload_params):  # host RAM is half of what these check
+                    print(f"{'':24s} host {b.cpu_bytes / 2**30:.2f} GiB at {b.host_phase} (pin_memory "
+                          f"{plan.pin_memory}); speed model {_step_s(plan, hw):.2f} s a step (H200 coefficients)", flush=True)
     return 0
+
+
+def _step_s(plan, hw) -> float:
+    from zerotui.core.estimate.job import job_for
+    from zerotui.core.estimate.speed import step_time
+    from zerotui.core.model.spec import spec_for_plan
+
+    spec = spec_for_plan(plan)
+    return step_time(plan, spec, int(job_for(plan, spec, hw).psit))["total"]
 
 
 if __name__ == "__main__":

@@ -354,6 +354,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=8, grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
     "1b-full-ho72": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
                                 micro_batch=4, grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+    # The product's headline job, first run on a card (2026-12-05, twentieth session): the seed's 7B full
+    # fine-tune (presets/llama7b-24gb-zero3-cpu.yaml: fp16, ZeRO-3, weights and optimizer on the CPU) as `fit`
+    # picks it for a 24 GiB card on the machine it runs on. Its model folder must not sit in /dev/shm
+    # (ZT_MODELS_DIR=/tmp/zt-models): the plan needs most of the host's RAM. Written down by predict.py first.
+    "7b-full-fit24": ("7b", dict(method="full", precision="fp16", stage=3, offload_optimizer="cpu",
+                                 offload_params="cpu", **SEED_BATCH), "fit"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
