@@ -360,6 +360,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # (ZT_MODELS_DIR=/tmp/zt-models): the plan needs most of the host's RAM. Written down by predict.py first.
     "7b-full-fit24": ("7b", dict(method="full", precision="fp16", stage=3, offload_optimizer="cpu",
                                  offload_params="cpu", **SEED_BATCH), "fit"),
+    # What fit picked there, pinned (123.2 of the 123.6 GiB free), was killed by the kernel's OOM killer at the
+    # first step with the worker at 119.6 GiB (seed-scenarios-full7b-h100-2026-12-05.json); the same plan
+    # unpinned, which the estimate (written down before either ran) put at 116.9 GiB of host RAM.
+    "7b-full-fit24-unpinned": ("7b", dict(method="full", precision="fp16", stage=3, offload_optimizer="cpu",
+                                          offload_params="none", pin_memory=False, micro_batch=8, grad_accum=2,
+                                          seq_len=1024, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
