@@ -230,6 +230,10 @@ def train(plan: Any, paths: Any, emit: Emit, control: Any, hardware: Any = None,
     made = make_optimizer_states(engine.optimizer)
     if made:
         note(f"optimizer state made before the first step: {format_bytes(made)}")
+    # fp16 ZeRO-3: the overflow check by reductions, not 3 bytes a gradient element (overflow_check.py)
+    from zerotui.core.train.overflow_check import lean_overflow_check
+
+    lean_overflow_check(engine.optimizer)
 
     hardware_dict = hardware.to_dict() if hardware is not None else _read_json(paths.hardware)
     emit("run_started", plan=plan.to_dict(), hardware=hardware_dict, world_size=world,
