@@ -61,7 +61,10 @@ def rows(files: list[str]) -> list[dict]:
             oom = r.get("state") == "failed" and "out of GPU memory" in (r.get("reason") or "")
             # A run that failed before training (7b-qlora-fit in fine-a: no bitsandbytes on that machine)
             # measured only the idle GPU
-            unrun = r.get("state") == "failed" and not oom and not reserved
+            # the kernel's OOM killer ended the worker for host RAM (the two 7B full fine-tunes of 2026-12-05):
+            # not a GPU result, and not a run that never started
+            host_killed = r.get("state") == "failed" and "OOM killer" in (r.get("reason") or "")
+            unrun = r.get("state") == "failed" and not oom and not host_killed and not reserved
             if oom or unrun:
                 measured = None
             out.append({"file": Path(f).name, "scenario": name, "plan": r["plan"], "ran_seq_len": plan["seq_len"],
@@ -71,7 +74,9 @@ def rows(files: list[str]) -> list[dict]:
                         "allocated": r.get("peak_allocated"), "reserved": reserved, "nvml": nvml,
                         "measured": measured, "error": (b.gpu_bytes - measured) / measured if measured else None,
                         "oom": oom, "ran": r.get("state") == "completed" or ran_every_step(r), "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
-                        "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s")})
+                        "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s"),
+                        "host_killed": host_killed, "host_rss_max": r.get("host_rss_max"),
+                        "host_total": r.get("host_ram_total"), "host_free_at_start": r.get("ram_available_at_start")})
     return out
 
 

@@ -130,15 +130,32 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
         locked_bytes=host.locked_bytes(job))
 
 
+#: Host RAM a run cannot have however free the machine looks: the kernel's own memory, page cache it cannot
+#: drop in time, zerotui's supervisor. On a 125.8 GiB H100 host whose free RAM read 123.6 GiB at the start,
+#: two 7B runs were ended by the kernel's OOM killer with the worker at 119.6 and 119.7 GiB, one pinned at its
+#: first step, one unpinned at its second (benchmarks/results/seed-scenarios-full7b*-h100-2026-12-05.json):
+#: 4.0 GiB of "available" (3.2% of the total) was not the run's. Kept: 5% of the total, at least 2 GiB (a
+#: quarter of a machine smaller than 8 GiB).
+SYSTEM_RESERVE_SHARE = 0.05
+SYSTEM_RESERVE_MIN_BYTES = 2 * 2**30
+
+
+def system_reserve(total: int) -> int:
+    """Host RAM kept out of a run's budget on a machine of ``total`` bytes (0 when the total is unknown)."""
+    return int(max(min(SYSTEM_RESERVE_MIN_BYTES, total / 4), SYSTEM_RESERVE_SHARE * total)) if total else 0
+
+
 def host_room(hw: Hardware) -> int:
     """The host RAM a run can have: what is free now (psutil's available: reclaimable page cache counts,
-    other programs and files in a tmpfs such as /dev/shm do not), within the machine's total. A run
-    that needs more is ended by the kernel's OOM killer without a message, possibly hours in, at its
-    first checkpoint (docs/estimator.md, "Host RAM while a checkpoint is written": a 3B run that the
-    total RAM had room for died that way with 46 GB of files in /dev/shm). Stated hardware has no
-    separate figure: its RAM is taken as free."""
+    other programs and files in a tmpfs such as /dev/shm do not), within the machine's total, less the
+    system's reserve (``system_reserve``). A run that needs more is ended by the kernel's OOM killer
+    without a message, possibly hours in, at its first checkpoint (docs/estimator.md, "Host RAM while a
+    checkpoint is written": a 3B run that the total RAM had room for died that way with 46 GB of files in
+    /dev/shm). Stated hardware has no separate figure: its RAM is taken as free."""
     total, free = int(hw.ram_total_bytes or 0), int(hw.ram_available_bytes or 0)
-    return min(total, free) if total and free else total
+    room = min(total, free) if total and free else total
+    # 1, not 0, when the reserve takes it all: a capacity of 0 means "no figure" (no host check)
+    return max(1, room - system_reserve(total)) if room else 0
 
 
 def _nvme_in_ram(plan, hw: Hardware) -> Optional[str]:
@@ -161,8 +178,9 @@ def _warnings(job: Job, cpu_total: int, cpu_cap: int, nvme_in_ram: Optional[str]
         out.append("no GPU: training runs on the CPU, so its memory counts as host RAM")
     total = int(job.hw.ram_total_bytes or 0)
     if cpu_cap and cpu_total > cpu_cap and cpu_total <= total:
-        out.append(f"host RAM is judged against what is free now ({format_bytes(cpu_cap)} of "
-                   f"{format_bytes(total)}): other programs, or files in /dev/shm, hold the rest")
+        out.append(f"host RAM is judged against what is free now, less {format_bytes(system_reserve(total))} "
+                   f"kept for the system ({format_bytes(cpu_cap)} of {format_bytes(total)}): other programs, or "
+                   "files in /dev/shm, hold the rest")
     if not job.spec.calibrated:
         out.append(f"activation memory for '{job.spec.arch}' models is extrapolated from the Llama family")
     if job.plan.uses_nvme():

@@ -160,7 +160,8 @@ def why_nothing_fits(plan, hardware: Optional[Hardware] = None, spec: Optional[M
     if hw.gpu_count and b.gpu_bytes > b.gpu_capacity:
         lines.append(f"GPU: {format_bytes(b.gpu_bytes)} per GPU needed, {format_bytes(b.gpu_capacity)} there")
     if b.cpu_capacity and b.cpu_bytes > b.cpu_capacity:
-        lines.append(f"host RAM: {format_bytes(b.cpu_bytes)} needed, {format_bytes(b.cpu_capacity)} free")
+        lines.append(f"host RAM: {format_bytes(b.cpu_bytes)} needed, {format_bytes(b.cpu_capacity)} usable (what is "
+                     "free, less the system's reserve)")
     tries: list[tuple[str, Any]] = []
     if plan.method == "full":
         tries.append(("--method lora", lean.with_changes(method="lora")))

@@ -32,7 +32,7 @@ from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run import spare, spare_claim
 from zerotui.core.run.launcher import uses_launcher, worker_argv
 from zerotui.core.run.preflight import preflight
-from zerotui.core.run.storage import check_storage, storage_error
+from zerotui.core.run.storage import check_checkpoint_room, check_storage, storage_error
 from zerotui.core.run.prepare import launch_files, write_launch_files
 from zerotui.core.train.checkpoint import newest_complete
 
@@ -122,6 +122,9 @@ def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optiona
     check_inputs(plan, training=True)
     spec = spec_for_plan(plan)  # a ModelError here is the user's to fix: let it through
     budget = preflight(plan, hardware, spec, force=force)
+    from zerotui.core.estimate.checkpoint_size import checkpoint_bytes, checkpoint_disk_bytes
+
+    check_checkpoint_room(base, checkpoint_bytes(plan, spec), checkpoint_disk_bytes(plan, spec), force)
     world = plan.world_size(hardware.gpu_count)
     launch_files(plan, world, spec, None)  # a config DeepSpeed would refuse stops here, before any folder exists
     try:

@@ -72,3 +72,19 @@ def storage_error(err: OSError, folder: Path, what: str, hint: str) -> StorageEr
     free = free_bytes(folder)
     left = f" ({format_bytes(free)} free)" if problem == "the disk is full" and free is not None else ""
     return StorageError(f"{what} {folder} cannot be written: {problem}{left}", hint)
+
+
+def check_checkpoint_room(folder: Path, one: int, most: int, force: bool = False) -> None:
+    """Refuse (StorageError) a run whose runs folder cannot take even one of its checkpoints (``one``
+    bytes): it would train until its first save and fail there, losing what it trained. ``most``: what
+    keeping its checkpoints takes at the moment a new one is written, named in the message. ``force``
+    launches anyway (space freed meanwhile, a folder emptied by hand)."""
+    free = free_bytes(folder)
+    if force or free is None or free >= one:
+        return
+    raise StorageError(
+        f"the runs folder {folder} has {format_bytes(free)} free, and one checkpoint of this plan takes "
+        f"{format_bytes(one)} (its weights, fp32 master and Adam's moments; keeping them takes up to "
+        f"{format_bytes(most)}): the run would fail at its first save",
+        "choose a runs folder on a disk with room (--runs-dir or ZEROTUI_RUNS_DIR), or train adapters "
+        "(--method lora or qlora: checkpoints hold only them); --force launches anyway; nothing was written")

@@ -36,8 +36,8 @@ def fit_mark(plan: Any, hw: Hardware, spec: Any = None) -> str:
         ("NVMe", b.nvme_bytes, b.nvme_capacity)) if need > cap]
     if len(over) == 1:
         what, need, cap = over[0]
-        # host RAM is judged against what is free now (core/estimate/budget.py host_room)
-        here = (f"{format_bytes(cap)}{' free' if what == 'host RAM' else ''} here") if cap else "none here"
+        # host RAM is judged against what is free now, less the system's reserve (core/estimate/budget.py host_room)
+        here = (f"{format_bytes(cap)}{' usable' if what == 'host RAM' else ''} here") if cap else "none here"
         return f"needs {format_bytes(need)} {what}, {here}"
     return "needs " + ", ".join(f"{format_bytes(need)} {what}" for what, need, _ in over) if over else \
         "does not fit"

@@ -1,0 +1,53 @@
+"""A run whose runs folder cannot take one of its checkpoints is refused at launch (core/run/storage.py
+check_checkpoint_room, sized by core/estimate/checkpoint_size.py): the 7B full fine-tune that trained on an
+H200 and failed at its first checkpoint, with 51.1 GiB free, would have been told before it started."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from places import REPO
+from zerotui.core.errors import StorageError
+from zerotui.core.estimate.checkpoint_size import checkpoint_bytes, checkpoint_disk_bytes
+from zerotui.core.model.spec import spec_for_plan
+from zerotui.core.plan.schema import Plan, plan_from_dict
+from zerotui.core.run.storage import check_checkpoint_room, free_bytes
+
+GIB = 2**30
+
+
+def test_the_failed_7b_run_would_have_been_refused():
+    path = REPO / "benchmarks/results/seed-scenarios-full7bl-h200-2026-12-05.json"
+    row = json.loads(path.read_text())["scenarios"]["7b-full-fit24-unpinned"]
+    assert "checkpoint at step 4 could not be written" in row["reason"] and "(51.1 GiB free)" in row["reason"]
+    plan = plan_from_dict({**row["plan"], "model": "llama-2-7b", "data": "sample"})
+    one = checkpoint_bytes(plan, spec_for_plan(plan))
+    assert one == 12 * 6_738_415_616                    # stage 3: fp32 master and two moments, no module copy
+    assert one > 51.1 * GIB
+
+
+def test_the_sizes_follow_the_method_and_the_stage():
+    full = Plan(model="llama-2-7b", stage=2, precision="bf16")
+    spec = spec_for_plan(full)
+    assert checkpoint_bytes(full, spec) == 14 * spec.params_total            # bf16 weights + 12 bytes
+    assert checkpoint_bytes(full.with_changes(stage=3), spec) == 12 * spec.params_total
+    assert checkpoint_bytes(full.with_changes(stage=0, precision="fp32"), spec) == 12 * spec.params_total
+    lora = full.with_changes(method="lora")
+    assert checkpoint_bytes(lora, spec) < 0.01 * checkpoint_bytes(full, spec)  # adapters alone
+    keep = full.with_changes(keep_checkpoints=2, save_interval=100)
+    assert checkpoint_disk_bytes(keep, spec) == 3 * checkpoint_bytes(full, spec)  # two kept, the third written
+    once = full.with_changes(save_interval=0, save_minutes=0)
+    assert checkpoint_disk_bytes(once, spec) == checkpoint_bytes(full, spec)     # only the end's
+
+
+def test_a_folder_without_room_for_one_is_refused_unless_forced(tmp_path):
+    free = free_bytes(tmp_path)
+    assert free is not None
+    with pytest.raises(StorageError) as err:
+        check_checkpoint_room(tmp_path, free + GIB, 3 * (free + GIB))
+    text = str(err.value)
+    assert str(tmp_path) in text and "would fail at its first save" in text
+    assert "--runs-dir" in err.value.hint and "--method lora" in err.value.hint and "--force" in err.value.hint
+    check_checkpoint_room(tmp_path, free + GIB, 3 * (free + GIB), force=True)
+    check_checkpoint_room(tmp_path, free // 2, 3 * free)  # room for one: launched (the rest is the user's)
