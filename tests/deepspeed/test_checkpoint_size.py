@@ -13,7 +13,9 @@ from zerotui.core.plan.schema import load_plan
 
 CASES = {
     "stage0": dict(stage=0),
+    "stage0-fp32": dict(stage=0, precision="fp32"),
     "stage1": dict(stage=1),
+    "stage2-fp32": dict(stage=2, precision="fp32"),
     "stage3": dict(stage=3),
     "lora-stage2": dict(stage=2, method="lora"),
 }
