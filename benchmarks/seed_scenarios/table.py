@@ -75,7 +75,7 @@ def rows(files: list[str]) -> list[dict]:
                         "measured": measured, "error": (b.gpu_bytes - measured) / measured if measured else None,
                         "oom": oom, "ran": r.get("state") == "completed" or ran_every_step(r), "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
                         "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s"),
-                        "host_killed": host_killed, "host_rss_max": r.get("host_rss_max"),
+                        "host_killed": host_killed, "steps": r.get("steps") or 0, "host_rss_max": r.get("host_rss_max"),
                         "host_total": r.get("host_ram_total"), "host_free_at_start": r.get("ram_available_at_start")})
     return out
 
@@ -97,6 +97,8 @@ def describe(p: dict, ran_seq_len: int = 0) -> str:
     off = f", optimizer on {p['offload_optimizer'].upper()}" if p["offload_optimizer"] != "none" else ""
     if p.get("offload_params", "none") != "none":
         off = f", weights and optimizer on {p['offload_params'].upper()}"
+    if off and p.get("pin_memory") is False:
+        off += " (unpinned)"
     return (f"{p['method']} {p['precision']}, ZeRO-{p['stage']}{off}, {p['micro_batch']}×{p['grad_accum']}×"
             f"{seq}{', ckpt' if p['grad_ckpt'] else ''}")
 
@@ -106,7 +108,9 @@ def _measured(r: dict) -> str:
         return "out of memory under the cap"
     if r["unrun"]:
         return f"did not run: {r['unrun']}"
-    return f"{r['measured'] / GIB:.2f}{' (NVML)' if r['nvml'] else ''}"
+    killed = f"; host RAM: the OOM killer ended it after {r['steps']} of {r['plan']['max_steps']} steps" \
+        if r["host_killed"] else ""
+    return f"{r['measured'] / GIB:.2f}{' (NVML' + killed + ')' if r['nvml'] else ''}"
 
 
 def main(argv: list[str]) -> int:
@@ -117,7 +121,7 @@ def main(argv: list[str]) -> int:
     for r in table:
         tf = f"{r['tflops']:.0f} ({r['tflops'] / 790:.0%})" if r["tflops"] else "-"
         err = f"{r['error']:+.1%}" if r["error"] is not None else "-"
-        scale = ", ".join(f"{s:g}" for s in r["scale"]) or "(bf16)"
+        scale = ", ".join(f"{s:g}" for s in r["scale"]) or ("-" if r["plan"]["precision"] == "fp16" else "(bf16)")
         print(f"| {r['scenario']} ({r['file'][15:-16]}) | {describe(r['plan'], r['ran_seq_len'])} | {r['tokens_per_s'] or 0:,.0f} | {tf} | "
               f"{r['estimate'] / GIB:.2f} | {_measured(r)} | {err} | {scale} |")
         if r["error"] is not None and r["error"] < -0.03:
