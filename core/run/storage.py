@@ -84,7 +84,7 @@ def check_checkpoint_room(folder: Path, one: int, most: int, force: bool = False
         return
     raise StorageError(
         f"the runs folder {folder} has {format_bytes(free)} free, and one checkpoint of this plan takes "
-        f"{format_bytes(one)} (its weights, fp32 master and Adam's moments; keeping them takes up to "
-        f"{format_bytes(most)}): the run would fail at its first save",
+        f"{format_bytes(one)} (the optimizer's fp32 state, 12 bytes a trainable weight, and below ZeRO-3 the "
+        f"16-bit weights; keeping them takes up to {format_bytes(most)}): the run would fail at its first save",
         "choose a runs folder on a disk with room (--runs-dir or ZEROTUI_RUNS_DIR), or train adapters "
         "(--method lora or qlora: checkpoints hold only them); --force launches anyway; nothing was written")
