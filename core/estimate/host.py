@@ -16,24 +16,25 @@ def offloaded(job: Job) -> dict[str, float]:
     """Host bytes of one rank that optimizer / parameter offload adds."""
     plan, p, psi, psit, N = job.plan, job.p, job.psi, job.psit, job.N
     pin, b, oo, op = plan.pin_memory, job.buckets, job.oo, job.op
+    held = "pinned" if pin else "pageable"  # the label says which (the sizes follow ``pin`` either way)
     off: dict[str, float] = {}
     if oo == "cpu" and job.stage in (1, 2):
-        off["fp32 master (pinned)"] = pinned(4 * psit / N, pin)
-        off["16-bit copy (pinned)"] = pinned(p * psit / N, pin)
-        off["fp32 gradients (pinned)"] = pinned(4 * psit / N, pin)
+        off[f"fp32 master ({held})"] = pinned(4 * psit / N, pin)
+        off[f"16-bit copy ({held})"] = pinned(p * psit / N, pin)
+        off[f"fp32 gradients ({held})"] = pinned(4 * psit / N, pin)
         off["optimizer states"] = 8 * psit / N
         off["CPU Adam"] = cal.CPU_ADAM_EXTRA_BYTES
         if plan.grad_accum > 1:
             # Between accumulation boundaries each trainable weight's gradient is summed on the host in
             # its own pinned 16-bit buffer (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu).
-            off["gradient accumulation (pinned, per weight)"] = per_weight_pinned(job, 1, pin)
+            off[f"gradient accumulation ({held}, per weight)"] = per_weight_pinned(job, 1, pin)
     elif job.stage == 3 and (oo != "none" or op != "none"):
         if oo != "none":
-            off["gradient partition (pinned)"] = pinned(p * psit / N, pin)
+            off[f"gradient partition ({held})"] = pinned(p * psit / N, pin)
             groups = sub_groups(int(psit / N), b["sub_group_size"])
             if oo == "cpu":
                 off["fp32 master"] = 4 * psit / N
-                off["fp32 gradients (pinned)"] = sum(pinned(4 * s, pin) for s in groups)
+                off[f"fp32 gradients ({held})"] = sum(pinned(4 * s, pin) for s in groups)
                 off["optimizer states"] = 8 * psit / N
             else:
                 largest = largest_sub_group(job)
@@ -48,7 +49,7 @@ def offloaded(job: Job) -> dict[str, float]:
             if op == "none" and job.on_gpu:
                 off["step: a sub-group cast to 16 bits"] = step_cast(job)
         if op == "cpu":
-            off["16-bit weights (pinned)"] = pinned(p * psi / N, pin)
+            off[f"16-bit weights ({held})"] = pinned(p * psi / N, pin)
             if plan.zero_init and pin:
                 off["zero.Init pinned blocks (cached)"] = sum(
                     pinned(p * n / N) * cnt for n, cnt in job.spec.param_shapes)
