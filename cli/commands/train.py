@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--foreground", action="store_true",
                         help="stay attached and print steps until the run ends (Ctrl-C stops it gracefully)")
     parser.add_argument("--force", action="store_true",
-                        help="launch even when the memory estimate says the plan does not fit")
+                        help="launch even when the memory estimate says the plan does not fit, or the runs "
+                             "folder has no room for one of its checkpoints")
     parser.add_argument("--resume", metavar="RUN",
                         help="continue RUN from its last complete checkpoint (its own plan is used)")
     parser.add_argument("--json", action="store_true",
