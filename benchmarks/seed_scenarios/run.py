@@ -366,6 +366,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "7b-full-fit24-unpinned": ("7b", dict(method="full", precision="fp16", stage=3, offload_optimizer="cpu",
                                           offload_params="none", pin_memory=False, micro_batch=8, grad_accum=2,
                                           seq_len=1024, grad_ckpt=True), "seed"),
+    # fp16 ZeRO-3 without offload through zerotui's worker, whose overflow check (core/train/overflow_check.py)
+    # then reduces the gradient partition on the GPU, on DeepSpeed's reduce stream: that it trains and its loss
+    # scale moves (2026-12-05, twentieth session; no worker row of this kind before). Predicted first.
+    "1b-full-fp16-z3": ("1b", dict(method="full", precision="fp16", stage=3, micro_batch=8, grad_accum=1,
+                                   seq_len=1024, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
