@@ -368,7 +368,8 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                           seq_len=1024, grad_ckpt=True), "seed"),
     # fp16 ZeRO-3 without offload through zerotui's worker, whose overflow check (core/train/overflow_check.py)
     # then reduces the gradient partition on the GPU, on DeepSpeed's reduce stream: that it trains and its loss
-    # scale moves (2026-12-05, twentieth session; no worker row of this kind before). Predicted first.
+    # scale moves (no worker row of this kind yet). Predicted 2026-12-05 (twentieth session); not run then: the
+    # session's device time was spent (estimator-fp16-z3-predictions-2026-12-05.txt).
     "1b-full-fp16-z3": ("1b", dict(method="full", precision="fp16", stage=3, micro_batch=8, grad_accum=1,
                                    seq_len=1024, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
