@@ -7,8 +7,8 @@ from the module even in fp32 (4 more bytes); stage 0 in fp32 has no master but t
 only themselves (zerotui saves with ``exclude_frozen_parameters``). zerotui keeps ``keep_checkpoints``
 complete checkpoints and removes the oldest only after a new one is complete, so the disk holds one more
 at that moment. The counts are checked against real DeepSpeed checkpoints on the CPU
-(tests/deepspeed/test_checkpoint_size.py: the tiny model at stages 0, 1 and 3 within 0.4%, LoRA within
-7%, its few files' framing). Unchecked before this: a 7B full fine-tune trained on an H200,
+(tests/deepspeed/test_checkpoint_size.py: the tiny model in bf16 at stages 0, 1 and 3 and in fp32 at
+stages 0 and 2 within 0.4%, LoRA within 7%, its few files' framing). Unchecked before this: a 7B full fine-tune trained on an H200,
 then failed writing its first checkpoint (75 GiB by this count) to a disk with 51 GiB free
 (benchmarks/results/seed-scenarios-full7bl-h200-2026-12-05.json).
 """

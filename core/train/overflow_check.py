@@ -7,7 +7,8 @@ tensor is ``abs(x) == inf``: a 16-bit copy and a boolean mask, 3 bytes for every
 everything else the step holds. With the optimizer offloaded the buffer lives in host RAM, so a 7B fp16 run
 on one GPU asks the host for 18.8 GiB more at each step's check (torch 2.13 on this machine: 3.00 bytes an
 element, measured). On a 125.8 GiB H100 host the run zerotui's estimate put at 116.9 GiB was killed by the
-kernel's OOM killer at its second step (benchmarks/results/seed-scenarios-full7b-h100-2026-12-05*.json).
+kernel's OOM killer at its second step (benchmarks/results/seed-scenarios-full7bu-h100-2026-12-05.json);
+with this module the same plan trained every step at 116.6-117.9 GiB (seed-scenarios-full7b{l,fit}-h200-*).
 Without offload the same copies land on the GPU.
 
 DeepSpeed's own ``has_inf_or_nan`` (runtime/utils.py) answers the same question with two reductions (the
