@@ -68,17 +68,16 @@ def main() -> int:
                           flush=True)
                 elif "cpu" in (plan.offload_optimizer, plan.offload_params):  # host RAM is half of what these check
                     print(f"{'':24s} host {b.cpu_bytes / 2**30:.2f} GiB at {b.host_phase} (pin_memory "
-                          f"{plan.pin_memory}); speed model {_step_s(plan, hw):.2f} s a step (H200 coefficients)", flush=True)
+                          f"{plan.pin_memory}); speed model {_step_s(plan, b.params_trainable):.2f} s a step (H200 coefficients)", flush=True)
     return 0
 
 
-def _step_s(plan, hw) -> float:
-    from zerotui.core.estimate.job import job_for
+def _step_s(plan, trainable: int) -> float:
+    """The speed model's step time, for the trainable count the budget already has."""
     from zerotui.core.estimate.speed import step_time
     from zerotui.core.model.spec import spec_for_plan
 
-    spec = spec_for_plan(plan)
-    return step_time(plan, spec, int(job_for(plan, spec, hw).psit))["total"]
+    return step_time(plan, spec_for_plan(plan), trainable)["total"]
 
 
 if __name__ == "__main__":
