@@ -118,7 +118,7 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     bf16 ZeRO-0 recompute plans of 2026-12-03's seventh session grew the pool by the whole 4.1 GiB copy at
     the step (memsnap-1b-stage0-step-2026-12-03.txt); step_moment_term covers those rows since
     2026-12-04 (docs/estimator.md, "The optimizer step's moment")."""
-    if not step_transient or (job.expandable and job.plan.precision == "bf16" and job.stage in (0, 3)):
+    if not step_transient or (job.expandable and gone_with_expandable(job)):
         return 0.0
     if job.stage == 3:
         block = 4.0 * min(job.buckets["sub_group_size"], job.psit / job.N)  # one sub-group at a time
@@ -131,6 +131,16 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     if block <= MIN_LARGE_ALLOC:  # carved out of a shared 20 MiB segment: part of "base"
         return 0.0
     return block if block > largest_transient_block(job, lg, gathered) else 0.0
+
+
+def gone_with_expandable(job) -> bool:
+    """Where the expandable pool was measured to take the step's fp32 gradient copy without growing: bf16
+    at stages 0 and 3, and fp16 at stage 3 (1b-full-fp16-z3, 2026-12-05: 1.33 GiB beyond allocated at
+    the step where the copy is 3.73; the bf16 plan of the same shape, 1b-full-ho9, held 0.68). Stage 3
+    makes the copy one sub-group at a time and frees it before the next, in either 16-bit precision.
+    fp16 at stage 0 was not measured (its full fine-tunes ran at stages 1-3): the copy is kept there."""
+    return job.stage == 3 and job.plan.precision in ("bf16", "fp16") or (
+        job.stage == 0 and job.plan.precision == "bf16")
 
 
 def loss_room_used(src: dict[str, float], expandable: bool) -> float:
