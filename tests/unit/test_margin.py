@@ -130,9 +130,10 @@ def test_offload12_rows_come_from_the_pool(rows):
 
 def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bounded(rows):
     """zerotui runs every plan with expandable segments (core/plan/allocator.py): on every row measured
-    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 104 of
-    the 113 rows are within [-3%, +5%] (2026-12-05, twentieth session: the 7B full fine-tune, twice -2.8%, on
-    an H200; nineteenth session, 102 of 111: ho69-ho72 and the speed pair's two
+    that way the estimate is never more than 3% below the measured peak. Through zerotui's worker 108 of
+    the 118 rows are within [-3%, +5%] (2026-12-05, twenty-first session: fp16 ZeRO-3 without offload three
+    times, 7b-qlora-seed +0.6% and ho35 again +14.3%, on an H100; twentieth, 104 of 113: the 7B full
+    fine-tune, twice -2.8%, on an H200; nineteenth session, 102 of 111: ho69-ho72 and the speed pair's two
     plans, offload12.py; 96 of 105 in the seventeenth: ho67, held out, +0.3% on an H100;
     95 of 104 in the fifteenth, 84 of 90 in the eleventh, 80 of 88 in the tenth). Over +5%: ho18, ho35,
     ho65 and ho68 (ZeRO-1 with the optimizer on the CPU and gradient accumulation, whose held gradients
@@ -165,8 +166,9 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     worker = [r for r in mine if not r["source"].startswith("sweep")]
     sweeps = [r for r in mine if r["source"].startswith("sweep")]
     # 113 since the 7B full fine-tune on a 24 GiB cap, twice (2026-12-05, twentieth session): allocation to
-    # 0.01 GiB, 1.80 GiB held beyond it against 1.19 predicted (-2.8% in all)
-    assert len(worker) == 113 and len(sweeps) == 77
+    # 0.01 GiB, 1.80 GiB held beyond it against 1.19 predicted (-2.8% in all). 118 since the twenty-first:
+    # fp16 ZeRO-3 without offload (1b-full-fp16-z3, held-out ho73 and ho74), 7b-qlora-seed and ho35 again
+    assert len(worker) == 118 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
@@ -175,11 +177,19 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # Its allocator history (memsnap-3b-fit80-2026-12-04.txt) shows the step's flat blocks served from the
     # room backward's activations left (no recompute) beside the hole: one row, no rule (docs/estimator.md)
     # ho65 and ho68 (2026-12-05): ZeRO-1 with the optimizer on the CPU and accumulation, as ho18 and ho35.
-    assert over == ["1b-full-ho18 (expandable-j)", "1b-full-ho35 (zero1-b)", "1b-full-ho46 (step-e)",
+    # ho35 ran a second and third time on 2026-12-05 (11.38 GiB both, 11.50 on 2026-12-03): its excess repeats.
+    assert over == ["1b-full-ho18 (expandable-j)", "1b-full-ho35 (fp16z3c-h100)", "1b-full-ho35 (zero1-b)",
+                    "1b-full-ho46 (step-e)",
                     "1b-full-ho68 (tied-a)", "1b128k-full-ho55 (truew-a)",
                     "1b128k-full-ho56 (sweep-b)", "1b128k-full-ho56 (truew-a)", "3b-full-fit80 (cards-f)",
                     "q1.5b-full-ho65 (tied-a)"], over
-    assert all(total_error(r) <= 0.14 for r in worker)  # 0.131 (ho35), the rest 0.076 at most (ho65)
+    assert all(total_error(r) <= 0.15 for r in worker)  # 0.143 and 0.131 (ho35), the rest 0.076 at most (ho65)
+    # fp16 at ZeRO-3 keeps no first-step segment (margin.gone_with_expandable), set on 1b-full-fp16-z3 (+6.6%
+    # before, -0.7% after); the two plans held out from it came out +0.5% and +2.0% (+3.8% and +7.7% by the
+    # rule before), written down first (estimator-fp16-z3-first-step-predictions-2026-12-05.txt)
+    fp16_z3 = {r["id"]: total_error(r) for r in worker if r["job"].stage == 3 and r["job"].plan.precision == "fp16"
+               and r["job"].plan.method == "full" and r["job"].oo == "none"}
+    assert len(fp16_z3) == 3 and all(-0.03 <= e <= 0.025 for e in fp16_z3.values()), fp16_z3
     zero0 = {r["id"]: total_error(r) for r in mine if r["job"].stage == 0 and r["margin_sources"]["loss room"]}
     from zerotui.core.estimate.margin import loss_hole_weighted
     weighted = {r["id"]: total_error(r) for r in mine if loss_hole_weighted(r["job"])}
@@ -194,12 +204,13 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
 def test_stage_one_first_step_segment_with_expandable_segments():
     """At ZeRO-1 with expandable segments the step's fp32 gradient copy grows the cache by the copy less
     the 16-bit gradients it is made from (measured on ho12 and ho14); at stage 2 by the whole copy; bf16
-    at stage 0 not at all; fp32 at stage 1 (no 16-bit gradients, unmeasured) by the whole copy."""
+    at stage 0 not at all, nor bf16 and fp16 at stage 3 (1b-full-ho9; 1b-full-fp16-z3, ho73 and ho74); fp32 at
+    stage 1 (no 16-bit gradients, unmeasured) by the whole copy, and fp16 at stage 0 (unmeasured) too."""
     spec = _llama_family_spec("llama-1b", {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 22,
                                            "num_attention_heads": 32, "num_key_value_heads": 4,
                                            "intermediate_size": 5632, "vocab_size": 32000}, "test")
     got = {}
-    for stage in (0, 1, 2):
+    for stage in (0, 1, 2, 3):
         for precision in ("bf16", "fp16", "fp32"):
             job = job_for(Plan(model="llama-1b", method="full", stage=stage, precision=precision, micro_batch=8,
                                seq_len=1024, grad_ckpt=True, kernels="none"), spec, box_80g(), env={})
@@ -210,6 +221,7 @@ def test_stage_one_first_step_segment_with_expandable_segments():
     assert got[1, "bf16"] == got[1, "fp16"] == pytest.approx(2 * psi)
     assert got[2, "fp16"] == pytest.approx(4 * psi) and got[0, "bf16"] == 0
     assert got[1, "fp32"] == pytest.approx(4 * psi)
+    assert got[3, "bf16"] == got[3, "fp16"] == 0 and got[0, "fp16"] == pytest.approx(4 * psi)
 
 
 def test_loss_and_gathers_share_their_holes():
