@@ -64,7 +64,7 @@ another and most holes never form. The 29 plans run that way through zerotui's w
 -03) held 0.07-4.04 GiB beyond allocated where the default allocator's held up to 8.1 GiB, and they get their own base and shares
 (calibration.py's EXPANDABLE_*: a base, the loss, gather and gradient shares, and a small recompute
 share since 2026-12-04's tenth-session refit; calibration.py has each value's history). The first-step segment behaves differently by stage. It goes for bf16 at ZeRO stage 0 or 3,
-the rows that showed it gone; an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
+the rows that showed it gone (and fp16 at stage 3 since 2026-12-05: ``gone_with_expandable``); an fp16 ZeRO-2 row (1b-full-ho8) and a bf16 one (ho13) still grew by the
 whole copy; at stage 1 two full fine-tunes, bf16 and fp16 (ho12, ho14), grew by 2.0 GiB, the 4.1 GiB
 copy less the 2.05 GiB of 16-bit gradients it is made from, and that is what 16-bit stage 1 gets (set
 after both ran, from what is in effect one measurement: their step-phase peaks, set by the model states

@@ -9,7 +9,9 @@ on one GPU asks the host for 18.8 GiB more at each step's check (torch 2.13 on t
 element, measured). On a 125.8 GiB H100 host the run zerotui's estimate put at 116.9 GiB was killed by the
 kernel's OOM killer at its second step (benchmarks/results/seed-scenarios-full7bu-h100-2026-12-05.json);
 with this module the same plan trained every step at 116.6-117.9 GiB (seed-scenarios-full7b{l,fit}-h200-*).
-Without offload the same copies land on the GPU.
+Without offload the same copies land on the GPU; there the check runs on DeepSpeed's reduce stream, and
+three fp16 ZeRO-3 plans trained through it on an H100 with the loss scale moving on overflow
+(seed-scenarios-fp16z3{a,hoa,hob}-h100-2026-12-05.json).
 
 DeepSpeed's own ``has_inf_or_nan`` (runtime/utils.py) answers the same question with two reductions (the
 max propagates NaN and shows +inf, the min shows -inf) and allocates nothing the size of the buffer. This
