@@ -366,6 +366,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "7b-full-fit24-unpinned": ("7b", dict(method="full", precision="fp16", stage=3, offload_optimizer="cpu",
                                           offload_params="none", pin_memory=False, micro_batch=8, grad_accum=2,
                                           seq_len=1024, grad_ckpt=True), "seed"),
+    # The same job in bf16, as fit picks it (2026-12-05, twenty-first session): what a user of a bf16 card (an
+    # RTX 3090/4090) would run. No loss scale and no overflow check; 0.4 GiB less GPU by the estimate than fp16,
+    # whose GPU estimate came out 2.8% low. Written down by predict.py before it ran.
+    "7b-full-fit24-bf16": ("7b", dict(method="full", precision="bf16", stage=3, offload_optimizer="cpu",
+                                      offload_params="cpu", **SEED_BATCH), "fit"),
     # fp16 ZeRO-3 without offload through zerotui's worker, whose overflow check (core/train/overflow_check.py)
     # then reduces the gradient partition on the GPU, on DeepSpeed's reduce stream: that it trains and its loss
     # scale moves (no worker row of this kind yet). Predicted 2026-12-05 (twentieth session); not run then: the
