@@ -77,8 +77,11 @@ def test_the_7b_runs_the_host_killed_are_not_promised_today():
     assert pinned.cpu_capacity < 119.6 * GIB                        # where the worker was killed
     unpinned = estimate(plan.with_changes(pin_memory=False), machine)
     assert unpinned.fits
-    # the unpinned plan with zerotui's check, forced (full7bl) and as fit now picks it there (full7bfit)
+    # the unpinned plan with zerotui's check, forced (full7bl) and as fit now picks it there (full7bfit), and
+    # in bf16 as fit picks it (full7bbf16, twenty-first session: the same host estimate, no overflow check)
     done = [r for r in table if r["plan"]["pin_memory"] is False and r["ran"]]
     assert {r["file"] for r in done} == {"seed-scenarios-full7bl-h200-2026-12-05.json",
-                                         "seed-scenarios-full7bfit-h200-2026-12-05.json"}
+                                         "seed-scenarios-full7bfit-h200-2026-12-05.json",
+                                         "seed-scenarios-full7bbf16-h100-2026-12-05.json"}
+    assert estimate(plan.with_changes(pin_memory=False, precision="bf16"), machine).cpu_bytes == unpinned.cpu_bytes
     assert all(unpinned.cpu_bytes >= 0.97 * r["host_rss_max"] for r in done)
