@@ -414,9 +414,10 @@ def test_no_seed_scenario_measured_above_its_estimate():
     held_out = [r for r in measured if r["file"].startswith("seed-scenarios-context-ho-")]
     assert len(held_out) == 5 and all(r["error"] <= 0.15 for r in held_out), [(r["scenario"], r["error"]) for r in held_out]
     # The two ZeRO-1 offload plans held out on 2026-12-03 (seventh session) from a rule that was then
-    # dropped (docs/estimator.md) come out +10.0% (ho34) and +17.1% (ho35): held to +18%.
-    zero1 = [r for r in measured if r["file"].startswith("seed-scenarios-zero1-")]
-    assert len(zero1) == 2 and all(r["error"] <= 0.18 for r in zero1), [(r["scenario"], r["error"]) for r in zero1]
+    # dropped (docs/estimator.md) come out +10.0% (ho34) and +17.1% (ho35): held to +18%. ho35 ran again on
+    # 2026-12-05 (twenty-first session, seed-scenarios-fp16z3c): +14.3%, its excess repeating to 0.12 GiB.
+    zero1 = [r for r in measured if r["file"].startswith("seed-scenarios-zero1-") or r["scenario"] == "1b-full-ho35"]
+    assert len(zero1) == 3 and all(r["error"] <= 0.18 for r in zero1), [(r["scenario"], r["error"]) for r in zero1]
     rest = [r for r in measured if r not in held_out and r not in zero1]
     assert all(r["error"] <= 0.10 for r in rest), [(r["scenario"], r["error"]) for r in rest]
     # every run the budget said fits under its cap ran every step (three ran them and then failed to write
