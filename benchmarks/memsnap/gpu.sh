@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: seed scenarios under PyTorch's allocator history (sitecustomize.py), then
 # summary.py on each worker's snapshot. Usage: bash benchmarks/memsnap/gpu.sh CAP SCENARIO...
+# ZeRO-3 with the optimizer on the CPU (1b-full-ho4, 2026-12-05) failed its first step under the recording
+# (SystemError from an autograd Function's apply) and trained without it: memsnap-1b-ho4-2026-12-05.txt.
 set -uo pipefail
 cap=${1:?cap}; shift
 source benchmarks/gpu_setup.sh
