@@ -231,19 +231,19 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "3b-full-ho38": ("3b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=2,
                                 grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     "3b-full-ho39": ("3b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=4,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho40": ("1b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=16,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho41": ("1b", dict(method="full", precision="fp16", stage=1, kernels="none", micro_batch=8,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "1b-full-ho42": ("1b", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=8,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     # Held out from the step's moment as refined on 1b-full-ho40-42 (hole doubled only at ZeRO-2 with
     # several micro-batches; the step's own moment where it is the peak of allocation) and from ZeRO-1's
     # flat partition beside the weights' gradients (1b-full-ho24's allocator history). Written down by
     # predict.py before they ran.
     "3b-full-ho43": ("3b", dict(method="full", precision="bf16", stage=2, kernels="auto", micro_batch=4,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "q1.5b-full-ho44": ("q1.5b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
                                       grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     "1b-full-ho45": ("1b", dict(method="full", precision="bf16", stage=1, kernels="none", micro_batch=4,
@@ -255,9 +255,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # as the sweep's own worker did only in sweep 4): whether the excess is the estimator's or the sweep
     # harness's. The sweep's row in each comment. Written down by predict.py before they ran.
     "1b-full-ho47": ("1b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=16,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),  # a-s0-mb16-ckpt
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),  # a-s0-mb16-ckpt
     "1b-full-ho48": ("1b", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=16,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),  # a-s2-mb16-ckpt
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),  # a-s2-mb16-ckpt
     "1b-full-ho49": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
                                 micro_batch=16, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),  # a-s2-cpu-mb16-ckpt
     "1b-full-ho50": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
@@ -276,7 +276,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "1b128k-full-ho56": ("1b128k", dict(method="full", precision="bf16", stage=3, kernels="none", micro_batch=2,
                                         grad_accum=1, seq_len=4096, grad_ckpt=True), "seed"),  # v-s3-mb2-s4096-ckpt
     "3b-full-ho57": ("3b", dict(method="full", precision="bf16", stage=3, kernels="none", micro_batch=4,
-                                grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),  # b3-s3-mb4-ckpt
+                                grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),  # b3-s3-mb4-ckpt
     "3b-full-ho58": ("3b", dict(method="full", precision="bf16", stage=0, kernels="none", micro_batch=4,
                                 grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),  # c-s0-mb4-ga2
     # Held out from the adapters' loss weight (calibration.py's EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT, 2026-12-04,
@@ -399,7 +399,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                          grad_ckpt=True), "seed"),
     # the same optimizer-on-NVMe plan with zerotui's NVMe sub-group (1e8): host RAM, locked bytes, speed
     "1b-full-nvme-sg": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme", micro_batch=4,
-                                   grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
+                                   grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     # held out from what 1b-full-nvme-sg's host RAM taught (2026-12-05, seventeenth session): 3e8 sub-groups
     "1b-full-nvme-sg3e8": ("1b", dict(method="full", precision="bf16", stage=3, offload_optimizer="nvme",
                                       micro_batch=4, grad_accum=1, seq_len=2048, grad_ckpt=True,
