@@ -384,6 +384,18 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 grad_accum=1, seq_len=1024, grad_ckpt=True), "seed"),
     "1b-full-ho74": ("1b", dict(method="full", precision="fp16", stage=3, kernels="auto", micro_batch=4,
                                 grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
+    # Held out from two ZeRO-3 rules of 2026-12-06 (twenty-second session; core/estimate/margin.py): full
+    # fine-tunes' loss holes at the weight of plans without a gradient store made in backward, and DeepSpeed's
+    # fp64 norm of each offloaded gradient partition (stage3.py, _constant_buffered_norm2, 250M elements a
+    # chunk) as a block beyond the pool. The 128k vocabulary's 263M-element embedding makes that block the
+    # largest it can be. Written down by predict.py, old rules and new, before they ran.
+    "1b128k-full-ho75": ("1b128k", dict(method="full", precision="bf16", stage=3, offload_optimizer="cpu",
+                                        kernels="none", micro_batch=4, grad_accum=2, seq_len=1024, grad_ckpt=True),
+                         "seed"),
+    "3b-full-ho76": ("3b", dict(method="full", precision="bf16", stage=3, offload_optimizer="cpu", kernels="none",
+                                micro_batch=4, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
+    "1b128k-full-ho77": ("1b128k", dict(method="full", precision="bf16", stage=3, kernels="none", micro_batch=4,
+                                        grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -102,6 +102,8 @@ from zerotui.core.estimate.job import largest_trainable, offload_keeps_gradients
 #: c10's CUDACachingAllocator: requests up to 10 MiB share 20 MiB segments; larger ones get their own
 #: segment (rounded to 2 MiB) when no cached block is large enough.
 MIN_LARGE_ALLOC = 10 * 2**20
+#: DeepSpeed's stage3.py takes a gradient's fp64 norm in chunks of this many elements (_constant_buffered_norm2).
+NORM_CHUNK = 250_000_000
 
 
 def largest_transient_block(job, lg: dict[str, float], gathered: float) -> float:
@@ -196,9 +198,18 @@ def loss_hole_weighted(job) -> bool:
     false: stage 2, and stage 1 with one micro-batch a step and overlap_comm). Full fine-tunes elsewhere
     keep 16-bit gradients made during backward: every weight's at stage 0 and at stage 1 between
     accumulation boundaries, and at stage 2 the partition's flat buffer (``grads_in_partition``), made
-    inside step 0's backward. ZeRO-3 was not looked at."""
-    if not job.expandable or job.stage == 3:
+    inside step 0's backward. ZeRO-3 full fine-tunes make none: DeepSpeed's stage3.py allocates every
+    gradient partition at initialisation (grad_partitions_flat_buffer, on the GPU or pinned on the host)
+    and backward copies each gradient into it and frees it (partition_grads). Taken on 2026-12-06
+    (twenty-second session): the 128k vocabulary's ZeRO-3 recompute plans (ho56, ho57, and the sweeps'
+    b3-s3-mb4-ckpt and v-s3-mb2-s4096-ckpt as sweep 4 ran them) held 2.0-2.1 GiB beyond allocated where the
+    loss term gave 4.1, the one hole ho56's allocator history shows at the peak being its freed 16-bit
+    logits (memsnap-1b128k-ho56-2026-12-04.txt); ZeRO-3 adapters keep the weight 1 (7b-lora-ho6 would go
+    3.5% short with it: its excess was not traced)."""
+    if not job.expandable:
         return False
+    if job.stage == 3:
+        return not job.plan.uses_adapters()
     if job.plan.uses_adapters():
         return True
     return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
@@ -281,10 +292,26 @@ def offload_norm_block(job) -> float:
     inside the allocation peak, not beyond it (the total is the same; the margin carries it).
     Without offload DeepSpeed also casts each gradient to fp64 for the norm, but in the optimizer step
     (get_grad_norm_direct), where the rows measured show no such block: not counted there. Counted whole,
-    with no share: 0.49 GiB for a 1.1B Llama, none for adapters (their tensors are small)."""
-    if job.oo == "none" or job.stage not in (1, 2):
+    with no share: 0.49 GiB for a 1.1B Llama, none for adapters (their tensors are small).
+    ZeRO-3 with the optimizer offloaded takes the same norm, of each parameter's gradient partition, at the
+    accumulation boundary (stage3.py, _offload_grad_partition_at_boundary -> _constant_buffered_norm2: fp64,
+    at most 250M elements a chunk), 8 bytes per element again. It also makes a 16-bit GPU copy of the
+    partition first; counting that too (10 bytes) put the 1.1B rows at +4.9% and +5.2% where 8 bytes put
+    them at +3.6% and +3.9%, so only the fp64 chunk is counted. Counted where the weights stay on the GPU;
+    with them offloaded too, the gathers' holes (the gather term) held it on every row measured (ho5, ho15
+    and the sweeps' two: within the band without it, w8-s3-cpu2-mb4-ckpt +15% with it). Taken on 2026-12-06
+    (twenty-second session) with the loss weight at stage 3 (``loss_hole_weighted``), from the 7B full
+    fine-tunes on a 24 GiB cap, -2.1% ... -2.8% without it."""
+    if job.oo == "none":
         return 0.0
-    block = 8.0 * min(largest_trainable(job), job.psit / job.N)
+    if job.stage == 3:
+        if job.op != "none":
+            return 0.0
+        block = 8.0 * min(largest_trainable(job) / job.N, NORM_CHUNK)
+    elif job.stage in (1, 2):
+        block = 8.0 * min(largest_trainable(job), job.psit / job.N)
+    else:
+        return 0.0
     return block if block > MIN_LARGE_ALLOC else 0.0
 
 
