@@ -204,12 +204,16 @@ def loss_hole_weighted(job) -> bool:
     (twenty-second session): the 128k vocabulary's ZeRO-3 recompute plans (ho56, ho57, and the sweeps'
     b3-s3-mb4-ckpt and v-s3-mb2-s4096-ckpt as sweep 4 ran them) held 2.0-2.1 GiB beyond allocated where the
     loss term gave 4.1, the one hole ho56's allocator history shows at the peak being its freed 16-bit
-    logits (memsnap-1b128k-ho56-2026-12-04.txt); ZeRO-3 adapters keep the weight 1 (7b-lora-ho6 would go
-    3.5% short with it: its excess was not traced)."""
+    logits (memsnap-1b128k-ho56-2026-12-04.txt). Two kinds keep the weight 1, on the safe side: ZeRO-3
+    adapters (7b-lora-ho6 would go 3.5% short with it; its excess was not traced), and fp16, whose one row
+    with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own
+    overflow check, which copies the whole gradient partition at each step on the reduce stream, where
+    zerotui's worker runs core/train/overflow_check.py; the worker's three fp16 ZeRO-3 full fine-tunes are
+    within the band with the weight or without it (-1.9% ... +1.0%, -0.7% ... +2.0%)."""
     if not job.expandable:
         return False
     if job.stage == 3:
-        return not job.plan.uses_adapters()
+        return not job.plan.uses_adapters() and job.plan.precision == "bf16"
     if job.plan.uses_adapters():
         return True
     return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
