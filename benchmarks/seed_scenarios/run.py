@@ -396,6 +396,14 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=4, grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
     "1b128k-full-ho77": ("1b128k", dict(method="full", precision="bf16", stage=3, kernels="none", micro_batch=4,
                                         grad_accum=2, seq_len=1024, grad_ckpt=True), "seed"),
+    # Held out from dropping the gradient share where the optimizer is offloaded (margin.gradient_churn, the
+    # same session): ZeRO-1 with accumulation keeps every 16-bit gradient between boundaries, 6.0 GiB on the
+    # 3B shape and 2.9 on the 128k 1.1B, so the estimate falls by half of that.
+    "3b-full-ho78": ("3b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu", kernels="none",
+                                micro_batch=2, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b128k-full-ho79": ("1b128k", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
+                                        kernels="none", micro_batch=2, grad_accum=4, seq_len=2048, grad_ckpt=False),
+                         "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -179,8 +179,19 @@ def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recomp
     blocks are served from (``loss_room``)."""
     gathered = g.get("stage-3 working set", 0.0)
     loss = (lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]) * loss_hole_weight(job)
-    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": grads,
+    return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": gradient_churn(job, grads),
             "first step": first_step_bytes(job, lg, step_transient, gathered), "loss room": loss_room(job, lg)}
+
+
+def gradient_churn(job, grads: float) -> float:
+    """The gradients' bytes as a source of holes: none where the optimizer is offloaded. There the only
+    16-bit gradients the GPU holds are ZeRO-1's between accumulation boundaries (job.offload_keeps_gradients),
+    and 1b-full-ho18's allocator history (memsnap-1b-ho18-2026-12-03.txt) shows no holes beside them. The
+    share they had put ho18, ho35 (three runs), q1.5b-full-ho65 and ho68 at +6.4% ... +14.3%. Dropping it
+    was refuted on 2026-12-03 and -05 (ho34, ho64 and ho68 went up to 9.2% short), but those rows' peak is
+    now initialisation's pool (offload12.init_floor, from the nineteenth session), and without the share
+    they are at -0.6% and the other five at -0.1% ... +5.3% (2026-12-06, twenty-second session)."""
+    return 0.0 if job.oo != "none" else grads
 
 
 def loss_hole_weight(job) -> float:
