@@ -79,11 +79,17 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: Refitted (2026-12-04, tenth session) on 165 rows, with nine more worker runs (six plans at their true
 #: widths, three adapter plans held out from EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT below) and that weight: the
 #: base went 0.2 -> 0.1 GiB and recompute 0 -> 0.05. Before: 0.2 GiB / 0.35 / 0 / 1.0 / 0.5, share 0.5.
-EXPANDABLE_BASE_BYTES = int(0.1 * 2**30)
+#: Refitted (2026-12-06, twenty-second session) on 197 rows with three rules of that session
+#: (margin.gradient_churn: no gradient share with the optimizer offloaded; ZeRO-3 bf16 full fine-tunes'
+#: loss at EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT; the offloaded ZeRO-3 partition's fp64 norm block):
+#: with the gradient share now carried by ZeRO-0-2 rows without offload alone, it went 0.5 -> 0.75, the
+#: base 0.1 -> 0 GiB, recompute 0.05 -> 0.1, the first-step share 0.5 -> 0.4.
+#: Before: 0.1 GiB / 0.35 / 0.05 / 1.0 / 0.5, share 0.5.
+EXPANDABLE_BASE_BYTES = 0
 EXPANDABLE_LOSS_SHARE = 0.35
-EXPANDABLE_RECOMPUTE_SHARE = 0.05
+EXPANDABLE_RECOMPUTE_SHARE = 0.1
 EXPANDABLE_GATHER_SHARE = 1.0
-EXPANDABLE_GRADIENT_SHARE = 0.5
+EXPANDABLE_GRADIENT_SHARE = 0.75
 #: With expandable segments the first optimizer step adds no segment when what it creates (Adam's moments,
 #: the fp32 gradient copy) is at most this share of what step 0's forward and backward freed
 #: (margin.first_step_fits). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
@@ -105,7 +111,7 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: Refitted to 0.4 with the other constants once DeepSpeed's fp64 gradient norm was counted (same session),
 #: to 0.55 once the optimizer step's own moment was (2026-12-04), and to 0.5 with the base's return (the
 #: same day, ninth session).
-EXPANDABLE_FIRST_STEP_SHARE = 0.5
+EXPANDABLE_FIRST_STEP_SHARE = 0.4
 #: With expandable segments, the share of the loss's bytes that counts toward its holes where backward
 #: makes no large gradient store on the GPU (margin.loss_hole_weighted): adapters (LoRA, QLoRA) at ZeRO
 #: stages 0-2, whose gradients are small, and full fine-tunes at ZeRO-1/2 with the optimizer offloaded
