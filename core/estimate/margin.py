@@ -190,8 +190,9 @@ def gradient_churn(job, grads: float) -> float:
     share they had put ho18, ho35 (three runs), q1.5b-full-ho65 and ho68 at +6.4% ... +14.3%. Dropping it
     was refuted on 2026-12-03 and -05 (ho34, ho64 and ho68 went up to 9.2% short), but those rows' peak is
     now initialisation's pool (offload12.init_floor, from the nineteenth session), and without the share
-    they are at -0.6% and the other five at -0.1% ... +5.3% (2026-12-06, twenty-second session)."""
-    return 0.0 if job.oo != "none" else grads
+    they are at -0.6% and the other five at -0.1% ... +5.3% (2026-12-06, twenty-second session). Measured
+    with expandable segments only: PyTorch's default allocator keeps the share (it has no such row)."""
+    return 0.0 if job.oo != "none" and job.expandable else grads
 
 
 def loss_hole_weight(job) -> float:
@@ -316,11 +317,12 @@ def offload_norm_block(job) -> float:
     with them offloaded too, the gathers' holes (the gather term) held it on every row measured (ho5, ho15
     and the sweeps' two: within the band without it, w8-s3-cpu2-mb4-ckpt +15% with it). Taken on 2026-12-06
     (twenty-second session) with the loss weight at stage 3 (``loss_hole_weighted``), from the 7B full
-    fine-tunes on a 24 GiB cap, -2.1% ... -2.8% without it."""
+    fine-tunes on a 24 GiB cap, -2.1% ... -2.8% without it. Only with expandable segments: on PyTorch's
+    default allocator the loss's larger holes held it (1b-full-ho4 +1.7% without it, +6.9% with it)."""
     if job.oo == "none":
         return 0.0
     if job.stage == 3:
-        if job.op != "none":
+        if job.op != "none" or not job.expandable:
             return 0.0
         block = 8.0 * min(largest_trainable(job) / job.N, NORM_CHUNK)
     elif job.stage in (1, 2):

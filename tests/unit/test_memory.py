@@ -416,8 +416,10 @@ def test_no_seed_scenario_measured_above_its_estimate():
     # The two ZeRO-1 offload plans held out on 2026-12-03 (seventh session) from a rule that was then
     # dropped (docs/estimator.md) come out +10.0% (ho34) and +17.1% (ho35): held to +18%. ho35 ran again on
     # 2026-12-05 (twenty-first session, seed-scenarios-fp16z3c): +14.3%, its excess repeating to 0.12 GiB.
+    # Since 2026-12-06 (no gradient share with the optimizer offloaded, margin.gradient_churn): -0.6%, +3.7%
+    # and +4.9%, held to +5% like the rest of the band.
     zero1 = [r for r in measured if r["file"].startswith("seed-scenarios-zero1-") or r["scenario"] == "1b-full-ho35"]
-    assert len(zero1) == 3 and all(r["error"] <= 0.18 for r in zero1), [(r["scenario"], r["error"]) for r in zero1]
+    assert len(zero1) == 3 and all(-0.03 <= r["error"] <= 0.05 for r in zero1), [(r["scenario"], r["error"]) for r in zero1]
     rest = [r for r in measured if r not in held_out and r not in zero1]
     assert all(r["error"] <= 0.10 for r in rest), [(r["scenario"], r["error"]) for r in rest]
     # every run the budget said fits under its cap ran every step (three ran them and then failed to write
