@@ -69,6 +69,4 @@ def init_floor(job: Job, context: float, allocated: float, margin: float, norm_b
     rows whose allocation stayed under the pool reserved it plus that block, to 0.03 GiB: 1b-full-ho69 and
     ho68 (1.1B, 6.16 + 0.49 GiB), q1.5b-full-ho34 and q1.5bu-full-ho64 (Qwen2-1.5B, its 151,936-word
     embedding's 1.74 GiB block)."""
-    if not applies(job):  # ZeRO-3's norm block (margin.offload_norm_block) sits on no such pool
-        return 0.0
     return max(0.0, init_reserved(job, context) + norm_block - allocated - margin)
