@@ -5,8 +5,8 @@
 The features are the bytes each source churns (core/estimate/margin.py ``sources``, as the estimator
 computes them for each row's plan) and ``errors`` combines them as ``margin.combine`` does: base +
 the larger of loss and gather + recompute + gradients + a share of the first-step segment (1 on the
-default allocator, not fitted; with expandable segments fitted, and only where margin.first_step_fits
-says the step does not fit), raised to
+default allocator, not fitted; with expandable segments fitted, on the smaller of the copy and what
+the step's new tensors exceed the room by: margin.first_step_term), raised to
 the ZeRO-3 long-sequence floor where that applies (not fitted), plus allocated and the CUDA context.
 The grid picks the constants by ``score``: safety first (rows more than 3% short, then how far the
 worst row is below ``SAFE_UNDER``), then the fewest rows outside [−3%, +5%], then the narrowest band
@@ -114,9 +114,13 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     # margin.loss_room_used: what the room took off goes back into the first step's holes
     returned = (np.maximum(full, share("gather")) if overlap else full + share("gather")) - loss_gather
     m = share("base") + loss_gather + share("recompute") + share("gradients")
-    # margin.first_step_fits over arrays: the holes are every term but the first step (room_holes)
-    fits = d["expandable"] & (d["new"] <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m + returned))
-    m = np.maximum(m + np.where(fits, 0.0, share("first step")) + d["fixed"], d["floor"])
+    # margin.first_step_term over arrays: the holes are every term but the first step (room_holes); with
+    # expandable segments the share applies to the smaller of the copy and what the step's new tensors
+    # exceed the room by (0 where they fit)
+    excess = np.maximum(d["new"] - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m + returned), 0.0)
+    first = np.where(d["expandable"], np.minimum(d["feats"][:, KEYS.index("first step")], excess),
+                     d["feats"][:, KEYS.index("first step")])
+    m = np.maximum(m + c[:, [KEYS.index("first step")]] * first + d["fixed"], d["floor"])
     step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
     return np.maximum(np.where(d["step_peak"], step, np.maximum(m, step)), d["pool"])
 

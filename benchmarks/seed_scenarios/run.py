@@ -404,6 +404,20 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "1b128k-full-ho79": ("1b128k", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
                                         kernels="none", micro_batch=2, grad_accum=4, seq_len=2048, grad_ckpt=False),
                          "seed"),
+    # Held out from the first step's excess (margin.first_step_term, 2026-12-06, twenty-third session): with
+    # expandable segments the first-step share applies to the smaller of the fp32 copy and what the step's
+    # new tensors exceed the room by. 128k plans at ZeRO-1/2 without offload, whose step does not fit the room
+    # by less than the copy (ho80, ho83: 0.8 and 0.6 GiB less than the old rule), by more (ho81: 0.26 GiB more,
+    # the refit's share), and a ZeRO-1 plan the rule leaves alone (ho82). Written down by predict.py, old rule
+    # and new, before they ran.
+    "1b128k-full-ho80": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
+                                        grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b128k-full-ho81": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=1,
+                                        grad_accum=1, seq_len=4096, grad_ckpt=False), "seed"),
+    "1b128k-full-ho82": ("1b128k", dict(method="full", precision="bf16", stage=1, kernels="none", micro_batch=1,
+                                        grad_accum=2, seq_len=4096, grad_ckpt=False), "seed"),
+    "1b128k-full-ho83": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=4,
+                                        grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -110,8 +110,11 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: sweep-2 run held 10.57 GiB beyond allocated, its sweep-4 run 7.47) -5.0% in place of w8-s1-cpu-mb2.
 #: Refitted to 0.4 with the other constants once DeepSpeed's fp64 gradient norm was counted (same session),
 #: to 0.55 once the optimizer step's own moment was (2026-12-04), and to 0.5 with the base's return (the
-#: same day, ninth session).
-EXPANDABLE_FIRST_STEP_SHARE = 0.4
+#: same day, ninth session); 0.4 in the twenty-second session's refit (2026-12-06), and 0.5 again once it
+#: applied to the smaller of the copy and what the step's new tensors exceed the room by
+#: (margin.first_step_term, twenty-third session: 202 rows, 7 outside the band where 0.4 on the whole copy
+#: left 10).
+EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: With expandable segments, the share of the loss's bytes that counts toward its holes where backward
 #: makes no large gradient store on the GPU (margin.loss_hole_weighted): adapters (LoRA, QLoRA) at ZeRO
 #: stages 0-2, whose gradients are small, and full fine-tunes at ZeRO-1/2 with the optimizer offloaded

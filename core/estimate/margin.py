@@ -172,6 +172,20 @@ def first_step_fits(job, room: float, new: float, holes: float) -> bool:
     return job.expandable and first_step_share(room, new, holes) <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE
 
 
+def first_step_term(job, room: float, new: float, holes: float, term: float) -> float:
+    """The first-step segment's part of the margin (``term``: its share of the fp32 copy). With expandable
+    segments the step's new tensors go first into what step 0 freed (``first_step_fits``), and the segment
+    grows only by what is left over; the hole the copy leaves when it is freed lies in that growth and
+    cannot be larger, so the share applies to the smaller of the copy and the excess. Where the step fits
+    the excess is 0: the term no longer jumps from nothing to the whole share at the rule's threshold.
+    Set 2026-12-06 (twenty-third session) on the 128k ZeRO-2 plans at 4,096 tokens (ho55 +6.0% -> +2.9%,
+    the sweeps' h-v-s2-mb1-s4096-ga2 +8.0% and +6.2%); docs/estimator.md, "The first step's excess"."""
+    if not job.expandable:
+        return term
+    excess = max(0.0, new - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (room + holes))
+    return min(term, cal.EXPANDABLE_FIRST_STEP_SHARE * excess)
+
+
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
             step_transient: float) -> dict[str, float]:
     """The bytes each source churns, before its share (the fit's features): the module docstring. The
