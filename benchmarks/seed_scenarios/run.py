@@ -407,9 +407,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # Held out from the first step's excess (margin.first_step_term, 2026-12-06, twenty-third session): with
     # expandable segments the first-step share applies to the smaller of the fp32 copy and what the step's
     # new tensors exceed the room by. 128k plans at ZeRO-1/2 without offload, whose step does not fit the room
-    # by less than the copy (ho80, ho83: 0.8 and 0.6 GiB less than the old rule), by nearly all of it (ho81: 0.26
-    # GiB more, the refit's share), and a ZeRO-1 plan the rule leaves alone (ho82, not run). Written down by
-    # predict.py, old rule and new, before they ran (ho80 +3.2%, ho83 +1.8%, ho81 +6.5%; H100, 2026-12-06).
+    # by less than the copy (ho80, ho83: 1.1 and 1.0 GiB less than the old rule), by most of it (ho81: 0.1 GiB
+    # less), and a ZeRO-1 plan (ho82, 0.2 GiB less; not run). Written down by predict.py before they ran (ho80
+    # +3.2%, ho83 +1.8%, ho81 +6.5%, where the old rule gives +6.4%, +4.5%, +6.8%; H100, 2026-12-06).
     "1b128k-full-ho80": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
                                         grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     "1b128k-full-ho81": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=1,

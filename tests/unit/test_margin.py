@@ -191,8 +191,8 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # margin.gradient_churn (2026-12-06); ho56 since ZeRO-3's bf16 loss weight (margin.loss_hole_weighted)
     # ho55 (truew-a, +6.0%) since the first step's excess (margin.first_step_term, 2026-12-06): +2.9%. Of the
     # three plans held out from that rule (estimator-first-step-excess-predictions-2026-12-06.txt), ho80 and
-    # ho83 came out +3.2% and +1.8% (+5.4% and +3.5% by the old rule); ho81 (1 x 4,096 tokens, no accumulation)
-    # +6.5%, where the old rule gave +5.7%: the refit's larger share (0.5) on an excess of 4.2 of the copy's 4.6 GiB
+    # ho83 came out +3.2% and +1.8% (+6.4% and +4.5% by the old rule); ho81 (1 x 4,096 tokens, no accumulation)
+    # +6.5% (the old rule +6.8%): its overflow, 3.5 GiB, is most of the 4.6 GiB copy
     assert over == ["1b-full-ho46 (step-e)", "1b128k-full-ho81 (fsxb-h100)", "3b-full-fit80 (cards-f)"], over
     assert all(total_error(r) <= 0.09 for r in worker)  # 0.086 (3b-full-fit80); ho35 was 0.143 until 2026-12-06
     offloaded_zero1 = {r["id"]: total_error(r) for r in worker if r["job"].stage == 1 and r["job"].oo != "none"
