@@ -70,7 +70,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
     feats = np.array([[1.0] + [r["margin_sources"][k] for k in list(CONSTANTS)[1:]] for r in rows])
     floor = np.array([zero3_long_sequence_floor(r["job"], r["allocated_est"], 0.0) for r in rows])
     return {"feats": feats, "floor": floor, "alloc": np.array([r["allocated_est"] for r in rows]),
-            # margin.first_step_fits: expandable rows whose first step fits in what step 0 freed
+            # margin.first_step_term: expandable rows whose first step fits in what step 0 freed
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),

@@ -168,7 +168,7 @@ SWEEP2: list[Config] = [
     _c("n-s1-cpu-mb4-ckpt", "llama-2b-49k", stage=1, micro_batch=4, seq_len=2048, grad_ckpt=True, **CPU),
 ]
 
-# Sweep 3: held out for the first step's room (core/estimate/margin.py, first_step_fits), chosen on
+# Sweep 3: held out for the first step's room (core/estimate/margin.py, first_step_term), chosen on
 # 2026-12-03 before they ran to straddle the rule's threshold: by the estimator, what step 0's optimizer
 # step creates is 0.73-1.06 of what its forward and backward freed (the rule: at most 0.9 fits).
 SWEEP3: list[Config] = [

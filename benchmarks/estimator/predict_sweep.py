@@ -50,7 +50,7 @@ def score(predictions: Path, raws: list[Path]) -> int:
 
 
 def _first_step(c: dict) -> str:
-    """Where the first step's segment is a question (margin.first_step_fits): what the step creates as a
+    """Where the first step's segment is a question (margin.first_step_term): what the step creates as a
     share of what step 0 freed, and the estimator's answer."""
     first = c["margin_sources"]["first step"]
     if not first or not c["job"].expandable:

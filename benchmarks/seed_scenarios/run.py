@@ -153,7 +153,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                 micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     "1b-full-ho18": ("1b", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu", kernels="auto",
                                 micro_batch=4, grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
-    # Held out from the first-step rule (core/estimate/margin.py, first_step_fits) and from stage 0's
+    # Held out from the first-step rule (core/estimate/margin.py, first_step_term) and from stage 0's
     # gradients, which autograd makes weight by weight as backward frees activations (gpu.py): ZeRO-0 and
     # ZeRO-2 full fine-tunes through zerotui's worker with Liger. Written down by predict.py before they ran.
     "1b-full-ho19": ("1b", dict(method="full", precision="bf16", stage=0, kernels="auto", micro_batch=8, grad_accum=1,

@@ -57,7 +57,7 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: No recompute share (0.05 since the tenth session's refit, below). The base went from 0.3 to 0.4 GiB when sweep 1's last seven rows ran
 #: (2026-12-03, predicted first): w8-s1-cpu-mb2 (ZeRO-1, optimizer on the CPU) came out 3.2% short, 1.34
 #: GiB beyond allocated where the margin gave 0.81. The gradient share went 0 -> 0.25 with the first-step
-#: rule (margin.first_step_fits, 2026-12-03): without the copy on the rows whose step fits, stages 1-2
+#: rule (margin.first_step_term, 2026-12-03): without the copy on the rows whose step fits, stages 1-2
 #: showed 1-2 GiB more forward/backward holes than the loss term gives (a-s2-mb4-ga4: 2.67 GiB held,
 #: 1.43 from base and loss). Then sweep 3 (2026-12-03, held out for that rule, predicted first) had
 #: h-a-s1-mb2-s4096-ga2 3.1% short (3.12 GiB beyond allocated, 1.94 given): refitted to a 0.6 GiB base,
@@ -92,7 +92,7 @@ EXPANDABLE_GATHER_SHARE = 1.0
 EXPANDABLE_GRADIENT_SHARE = 0.75
 #: With expandable segments the first optimizer step adds no segment when what it creates (Adam's moments,
 #: the fp32 gradient copy) is at most this share of what step 0's forward and backward freed
-#: (margin.first_step_fits). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
+#: (margin.first_step_term). Set on the per-phase figures of sweeps 1 and 2 (2026-12-03, every row in a
 #: process of its own) before sweep 3 ran to test it: the rule said which steps grow the segment on all
 #: ten of sweep 3's held-out rows and re-runs. Today, on the 26 expandable rows with phase figures and a
 #: first-step segment, the 15 steps that did not grow it are at 0.20-0.85 of the room and the 11 that did

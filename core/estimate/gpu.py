@@ -172,7 +172,7 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     g = dict(states.parts)
     if job.quant_largest:  # a quantised weight is dequantised into the compute dtype for its matmul
         g["dequantisation buffer"] = p * job.quant_largest
-    # What an optimizer step needs beside what its forward and backward freed (margin.first_step_fits):
+    # What an optimizer step needs beside what its forward and backward freed (margin.first_step_term):
     # the fp32 gradient copy and Adam's moments. The rule was set on runs where the optimizer made the
     # moments at the first step; zerotui now makes them at start (core/train/optimizer_state.py). Run
     # that way (sweep 4, docs/estimator.md) 11 of 20 plans peaked within 0.1 GiB of where they had, but

@@ -77,7 +77,7 @@ them, and the step's new tensors (the moments and the fp32 gradient copy) land i
 when they fit there. Every later step's activations then grow the segment by the moments' size, and the
 steady margin is step 0's forward/backward holes alone (a-s2-mb8-ga2: 3.33 GiB of holes at step 0,
 3.31 at the peak; v-s2-mb4-s2048 4.41 and 4.41). Where they did not fit, the step grew the segment
-(w8-s2-mb4 by 16.2 GiB, b3-s2-mb2 by 25.9) and the first-step term stays. ``first_step_fits`` decides
+(w8-s2-mb4 by 16.2 GiB, b3-s2-mb2 by 25.9) and the first-step term stays. ``first_step_term`` decides
 by what the step creates against what step 0 freed plus the margin's other terms, in the estimator's own
 figures: on the 26 rows with phases and a first-step segment, 15 fit at 0.20-0.85 and 11 grew at
 0.92-3.79 (calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE, 0.9, sits between; set before sweep 3's ten
@@ -160,22 +160,16 @@ def room_holes(terms: dict[str, float]) -> float:
 
 
 def first_step_share(room: float, new: float, holes: float) -> float:
-    """What the first step creates as a share of what step 0 freed (``first_step_fits``)."""
+    """What the first step creates as a share of what step 0 freed (``first_step_term``)."""
     return new / (room + holes) if room + holes > 0 else float("inf")
-
-
-def first_step_fits(job, room: float, new: float, holes: float) -> bool:
-    """With expandable segments, whether the first optimizer step's new tensors (Adam's moments and the
-    fp32 gradient copy: ``new``) fit in what step 0's forward and backward freed (``room``, the
-    allocation, plus the ``holes`` of the margin's other terms, ``room_holes``), so the segment does not
-    grow for them: then the first-step term is 0 (the module docstring, "Expandable segments")."""
-    return job.expandable and first_step_share(room, new, holes) <= cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE
 
 
 def first_step_term(job, room: float, new: float, holes: float, term: float) -> float:
     """The first-step segment's part of the margin (``term``: its share of the fp32 copy). With expandable
-    segments the step's new tensors go first into what step 0 freed (``first_step_fits``), and the segment
-    grows only by what is left over; the hole the copy leaves when it is freed lies in that growth and
+    segments the first optimizer step's new tensors (Adam's moments and the fp32 gradient copy: ``new``)
+    go first into what step 0's forward and backward freed (``room``, the allocation, plus the ``holes``
+    of the margin's other terms, ``room_holes``; calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE of
+    it, the module docstring, "Expandable segments"), and the segment grows only by what is left over; the hole the copy leaves when it is freed lies in that growth and
     cannot be larger, so the share applies to the smaller of the copy and the excess. Where the step fits
     the excess is 0: the term no longer jumps from nothing to the whole share at the rule's threshold.
     Set 2026-12-06 (twenty-third session) on the 128k ZeRO-2 plans at 4,096 tokens (ho55 +6.0% -> +2.9%,

@@ -76,7 +76,7 @@ def test_the_room_only_lowers_the_margin_and_never_below_zero(monkeypatch):
 @pytest.mark.parametrize("micro_batch,seq_len", [(17, 1024), (21, 1024), (9, 2048), (10, 2048)])
 def test_the_room_is_free_again_for_the_first_step(monkeypatch, micro_batch, seq_len):
     """The room lowers the forward/backward holes, not what the first optimizer step can use: the region
-    is free again when the step runs, so whether the step's tensors fit (margin.first_step_fits) is
+    is free again when the step runs, so whether the step's tensors fit (margin.first_step_term) is
     decided as without the room (fp16 ZeRO-0 with recompute, where counting it there would switch on a
     2 GiB first-step segment)."""
     fields = dict(precision="fp16", micro_batch=micro_batch, seq_len=seq_len)

@@ -270,7 +270,7 @@ def test_loss_and_gathers_share_their_holes():
 
 
 def test_with_expandable_segments_the_first_step_adds_a_segment_only_when_it_cannot_fit_in_what_step_zero_freed(monkeypatch):
-    """Sweeps 1 and 2's per-phase figures (core/estimate/margin.py, first_step_fits and first_step_term):
+    """Sweeps 1 and 2's per-phase figures (core/estimate/margin.py, first_step_term):
     at step 0 Adam's moments and the fp32 gradient copy are created in the space that step's activations
     freed, and the pool grows only when they do not fit. A 1.1B ZeRO-2 full fine-tune at 16 x 2,048 tokens frees ~70 GiB
     for 14 GiB of new tensors: no first-step term. At 1 x 1,024 tokens it frees about 2 GiB: the term is
