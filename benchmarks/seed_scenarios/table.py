@@ -19,6 +19,16 @@ from typing import Optional
 GIB = 2**30
 
 
+def _in_turn(scales: list) -> list[float]:
+    """The loss scales a run reported, in the order they came, each change once: a fall from 2^31 reads
+    as a fall (a sorted set read as a rise)."""
+    out: list[float] = []
+    for s in scales:
+        if s and (not out or out[-1] != s):
+            out.append(s)
+    return out
+
+
 def run_nvml(file_name: str, data: dict, row: dict) -> Optional[int]:
     """NVML's peak for a result row where NVML saw that run alone, else None. Since results c the
     harness builds models in a child process (the file's "nvml_clean"); a row whose GPU held another
@@ -73,7 +83,7 @@ def rows(files: list[str]) -> list[dict]:
                         "estimate": b.gpu_bytes, "allocated_est": b.gpu_allocated_bytes,
                         "allocated": r.get("peak_allocated"), "reserved": reserved, "nvml": nvml,
                         "measured": measured, "error": (b.gpu_bytes - measured) / measured if measured else None,
-                        "oom": oom, "ran": r.get("state") == "completed" or ran_every_step(r), "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": sorted({s for s in r.get("loss_scale") or [] if s}),
+                        "oom": oom, "ran": r.get("state") == "completed" or ran_every_step(r), "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": data.get("cap_bytes"), "scale": _in_turn(r.get("loss_scale") or []),
                         "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s"),
                         "host_killed": host_killed, "steps": r.get("steps") or 0, "host_rss_max": r.get("host_rss_max"),
                         "host_total": r.get("host_ram_total"), "host_free_at_start": r.get("ram_available_at_start")})
@@ -121,7 +131,7 @@ def main(argv: list[str]) -> int:
     for r in table:
         tf = f"{r['tflops']:.0f} ({r['tflops'] / 790:.0%})" if r["tflops"] else "-"
         err = f"{r['error']:+.1%}" if r["error"] is not None else "-"
-        scale = ", ".join(f"{s:g}" for s in r["scale"]) or ("-" if r["plan"]["precision"] == "fp16" else "(bf16)")
+        scale = " → ".join(f"{s:g}" for s in r["scale"]) or ("-" if r["plan"]["precision"] == "fp16" else "(bf16)")
         print(f"| {r['scenario']} ({r['file'][15:-16]}) | {describe(r['plan'], r['ran_seq_len'])} | {r['tokens_per_s'] or 0:,.0f} | {tf} | "
               f"{r['estimate'] / GIB:.2f} | {_measured(r)} | {err} | {scale} |")
         if r["error"] is not None and r["error"] < -0.03:
