@@ -408,8 +408,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # expandable segments the first-step share applies to the smaller of the fp32 copy and what the step's
     # new tensors exceed the room by. 128k plans at ZeRO-1/2 without offload, whose step does not fit the room
     # by less than the copy (ho80, ho83: 1.1 and 1.0 GiB less than the old rule), by most of it (ho81: 0.1 GiB
-    # less), and a ZeRO-1 plan (ho82, 0.2 GiB less; not run). Written down by predict.py before they ran (ho80
-    # +3.2%, ho83 +1.8%, ho81 +6.5%, where the old rule gives +6.4%, +4.5%, +6.8%; H100, 2026-12-06).
+    # less), and a ZeRO-1 plan (ho82, 0.2 GiB less). Written down by predict.py before they ran (ho80 +3.2%,
+    # ho83 +1.8%, ho81 +6.5%, where the old rule gives +6.4%, +4.5%, +6.8%; ho82, run a session later, +3.2%,
+    # the old rule +3.9%; H100, 2026-12-06).
     "1b128k-full-ho80": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
                                         grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     "1b128k-full-ho81": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=1,

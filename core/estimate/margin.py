@@ -173,9 +173,9 @@ def first_step_term(job, room: float, new: float, holes: float, term: float) -> 
     cannot be larger, so the share applies to the smaller of the copy and the excess. Where the step fits
     the excess is 0: the term no longer jumps from nothing to the whole share at the rule's threshold.
     Set 2026-12-06 (twenty-third session) on the 128k ZeRO-2 plans at 4,096 tokens (ho55 +6.0% -> +2.9%,
-    the sweeps' h-v-s2-mb1-s4096-ga2 +8.0% and +6.2% -> +4.8% and +3.0%); the three plans held out from it
-    came out nearer than the old rule put them: +3.2% for +6.4%, +1.8% for +4.5%, +6.5% for +6.8%
-    (docs/estimator.md, "The first step's excess")."""
+    the sweeps' h-v-s2-mb1-s4096-ga2 +8.0% and +6.2% -> +4.8% and +3.0%); the four plans held out from it
+    came out nearer than the old rule put them: +3.2% for +6.4%, +1.8% for +4.5%, +6.5% for +6.8%, +3.2% for
+    +3.9% (docs/estimator.md, "The first step's excess" and "ho82, and where ho81's margin goes")."""
     if not job.expandable:
         return term
     excess = max(0.0, new - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (room + holes))
