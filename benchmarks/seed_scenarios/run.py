@@ -419,6 +419,16 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                         grad_accum=2, seq_len=4096, grad_ckpt=False), "seed"),
     "1b128k-full-ho83": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=4,
                                         grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    # fp16 adapters started at 2^32 at every ZeRO stage (2026-12-06, twenty-fifth session): the GPU had moved
+    # the scale on overflow only for LoRA at ZeRO-2 (7b-lora-fp16-overflow); the seed's own stage, ZeRO-3,
+    # had never overflowed there. Each must start dynamic, skip the overflowing steps, halve the scale until
+    # the gradients fit, and raise no collapse alert. Also new plans for the estimator (predicted first).
+    **{f"1b-{m}-fp16-ovf-s{st}{'-cpu' if oo else ''}": (
+        "1b", dict(method=m, precision="fp16", stage=st, offload_optimizer="cpu" if oo else "none",
+                   fp16_initial_scale_power=32, micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True,
+                   max_steps=24, log_interval=2, **(dict(lora_targets=ALL_LINEAR) if m == "qlora" else {})),
+        "seed") for m, st, oo in (("lora", 0, False), ("lora", 1, False), ("lora", 3, False), ("lora", 3, True),
+                                   ("qlora", 0, False), ("qlora", 2, False), ("qlora", 3, False))},
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
