@@ -19,6 +19,7 @@ from zerotui.core.train.badsteps import OverflowRun, is_scale_floor_error, resum
 from zerotui.core.train.checkpoint import plan_hash
 from zerotui.core.model.flops import flops_per_token
 from zerotui.core.train.lossscale import ScaleWatch, live_loss_scale, loss_scale_is_dynamic
+from zerotui.core.train.stage0_scale import scaled_for_backward
 from zerotui.core.train.rankflags import FlagSync, StepFlags
 from zerotui.core.data.sampler import DataPosition
 from zerotui.core.data.tokenise import IGNORE
@@ -130,7 +131,8 @@ class TrainLoop:
             batch = {k: (v.pin_memory() if self.pin else v).to(self.device, non_blocking=True)
                      if isinstance(v, torch.Tensor) else v for k, v in batch.items()}  # flash's max_length_*: ints
             loss = engine(**batch).loss
-            engine.backward(loss)
+            # fp16 at ZeRO-0: the scale DeepSpeed's backward leaves out (stage0_scale.py)
+            engine.backward(scaled_for_backward(loss, engine.optimizer, self.plan.precision, gas))
             if micro == gas - 1:
                 # The rate this update applies (the scheduler moves on inside step()).
                 self.i_lr = float(engine.optimizer.param_groups[0]["lr"])

@@ -47,10 +47,12 @@ def loss_scale_is_dynamic(optimizer: Any, precision: str) -> Optional[bool]:
 
     ZeRO optimizers hold a ``loss_scaler`` (``DynamicLossScaler`` or the static ``LossScaler``, each with a
     ``dynamic`` flag, deepspeed/runtime/fp16/loss_scaler.py); stage 0's ``FP16_Optimizer`` says it in
-    ``dynamic_loss_scale``."""
+    ``dynamic_loss_scale`` before 0.18.6 and in ``loss_scale_config.dynamic_loss_scale`` since (0.19.8's
+    stage-0 runs read None here until 2026-12-06)."""
     if precision != "fp16" or optimizer is None:
         return None
-    for path in (("loss_scaler", "dynamic"), ("dynamic_loss_scale",), ("optimizer", "loss_scaler", "dynamic")):
+    for path in (("loss_scaler", "dynamic"), ("dynamic_loss_scale",), ("optimizer", "loss_scaler", "dynamic"),
+                 ("loss_scale_config", "dynamic_loss_scale")):
         obj = optimizer
         try:
             for name in path:

@@ -57,6 +57,11 @@ def test_live_loss_scale_of_the_stage0_fp16_optimizer_follows_overflows():
     fo.step()
     assert fo.overflow and live_loss_scale(fo, "fp16") == 2**15  # live, after the overflow
     assert live_loss_scale(fo, "bf16") is None
+    # and its kind, from loss_scale_config too (None here until 2026-12-06: the stage-0 rows read no kind)
+    assert loss_scale_is_dynamic(fo, "fp16") is True
+    static = FP16_Optimizer(torch.optim.AdamW(torch.nn.Linear(4, 4).half().parameters(), lr=1e-3),
+                            static_loss_scale=128.0, dynamic_loss_scale=False)
+    assert loss_scale_is_dynamic(static, "fp16") is False and live_loss_scale(static, "fp16") == 128.0
 
 
 @pytest.mark.parametrize("module,cls", [("deepspeed.runtime.zero.stage_1_and_2", "DeepSpeedZeroOptimizer"),
