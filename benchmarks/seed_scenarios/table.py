@@ -12,6 +12,7 @@ Exit code 1 when a row breaks the rule.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Optional
@@ -27,6 +28,12 @@ def _in_turn(scales: list) -> list[float]:
         if s and (not out or out[-1] != s):
             out.append(s)
     return out
+
+
+def _scale_text(scale: float) -> str:
+    """A loss scale as the table writes it: 65536 and below as numbers, larger powers of two as 2^n."""
+    n = math.log2(scale) if scale > 0 else 0.0
+    return f"2^{int(n)}" if scale > 65536 and n.is_integer() else f"{scale:g}"
 
 
 def run_nvml(file_name: str, data: dict, row: dict) -> Optional[int]:
@@ -131,7 +138,7 @@ def main(argv: list[str]) -> int:
     for r in table:
         tf = f"{r['tflops']:.0f} ({r['tflops'] / 790:.0%})" if r["tflops"] else "-"
         err = f"{r['error']:+.1%}" if r["error"] is not None else "-"
-        scale = " → ".join(f"{s:g}" for s in r["scale"]) or ("-" if r["plan"]["precision"] == "fp16" else "(bf16)")
+        scale = " → ".join(_scale_text(s) for s in r["scale"]) or ("-" if r["plan"]["precision"] == "fp16" else "(bf16)")
         print(f"| {r['scenario']} ({r['file'][15:-16]}) | {describe(r['plan'], r['ran_seq_len'])} | {r['tokens_per_s'] or 0:,.0f} | {tf} | "
               f"{r['estimate'] / GIB:.2f} | {_measured(r)} | {err} | {scale} |")
         if r["error"] is not None and r["error"] < -0.03:

@@ -427,10 +427,10 @@ def test_no_seed_scenario_measured_above_its_estimate():
     promised = [r for r in table if r["estimate"] <= r["cap"] and r["state"] and not r["unrun"]]
     broken = {(r["scenario"], r["file"]) for r in promised if not r["ran"] and not r["host_killed"]}
     assert not broken, broken
-    # the plan forced past the budget, and the untied Qwen2 twin, went out of memory under their caps, as
-    # the budget says they would
+    # the plan forced past the budget, the untied Qwen2 twin, and 1b-full-ho32 run by mistake under 24 GiB
+    # (2026-12-06; estimate 28.9 GiB) went out of memory under their caps, as the budget says they would
     ooms = [r for r in table if r["oom"]]
-    assert {r["scenario"] for r in ooms} == {"7b-lora-oom", "q1.5bu-full-fit"}
+    assert {r["scenario"] for r in ooms} == {"7b-lora-oom", "q1.5bu-full-fit", "1b-full-ho32"}
     assert all(r["estimate"] > r["cap"] for r in ooms)
 
 
