@@ -73,10 +73,14 @@ class RunTracker:
         self.last_progress = time.monotonic() if now is None else now
 
     def where(self) -> str:
-        """'phase tokenising (3/10)' or 'training step 121' — for stall alerts and failures."""
+        """'phase tokenising (3/10)', 'the first training step (step 1)' or 'training step 121' — for stall
+        alerts and failures."""
         if self.phase == "training":
             # The loop is inside the step after the last one it reported.
             return f"training step {self.step + 1}" if isinstance(self.step, int) else "training"
+        if self.phase == "first step":  # the loop's start-up phase: no step reported yet (step = where it began)
+            return f"the first training step (step {self.step + 1})" if isinstance(self.step, int) else \
+                "the first training step"
         count = ""
         if self.phase_done is not None and self.phase_total:
             count = f" ({self.phase_done}/{self.phase_total})"

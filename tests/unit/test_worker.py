@@ -250,6 +250,20 @@ def test_stall_watch_alerts_once_per_episode_and_not_while_paused():
     assert w2.check(tr2, paused=False, now=530.0) is None  # the pause reset the clock
 
 
+def test_a_failure_in_the_first_step_is_located_in_words():
+    """An out-of-memory in the loop's first step read "in phase first step after step 0" until 2026-12-06."""
+    tr = RunTracker(now=0.0)
+    tr.observe("run_started", {"total_steps": 10, "start_step": 0})
+    tr.observe("phase", {"name": "first step"})
+    assert tr.where() == "the first training step (step 1)"
+    resumed = RunTracker(now=0.0)
+    resumed.observe("run_started", {"total_steps": 100, "resumed_from": 50})
+    resumed.observe("phase", {"name": "first step"})
+    assert resumed.where() == "the first training step (step 51)"
+    resumed.observe("step", {"step": 51})
+    assert resumed.where() == "training step 52"
+
+
 def test_ram_watch_alerts_above_90_and_rearms_below_85():
     w = RamWatch(offload="cpu")
     gib = 1024 ** 3
