@@ -427,8 +427,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
         "1b", dict(method=m, precision="fp16", stage=st, offload_optimizer="cpu" if oo else "none",
                    fp16_initial_scale_power=32, micro_batch=8, grad_accum=2, seq_len=1024, grad_ckpt=True,
                    max_steps=24, log_interval=2, **(dict(lora_targets=ALL_LINEAR) if m == "qlora" else {})),
-        "seed") for m, st, oo in (("lora", 0, False), ("lora", 1, False), ("lora", 3, False), ("lora", 3, True),
-                                   ("qlora", 0, False), ("qlora", 2, False), ("qlora", 3, False))},
+        "seed") for m, st, oo in (("lora", 0, False), ("lora", 1, False), ("lora", 2, False), ("lora", 3, False),
+                                   ("lora", 3, True), ("qlora", 0, False), ("qlora", 1, False), ("qlora", 2, False),
+                                   ("qlora", 3, False))},
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
