@@ -430,6 +430,14 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
         "seed") for m, st, oo in (("lora", 0, False), ("lora", 1, False), ("lora", 2, False), ("lora", 3, False),
                                    ("lora", 3, True), ("qlora", 0, False), ("qlora", 1, False), ("qlora", 2, False),
                                    ("qlora", 3, False))},
+    # The cap and the allocator's release (2026-12-06, twenty-sixth session). 3b-full-fit80 held 0.08 GiB beyond
+    # allocated where the estimate gave 5.98: its allocator history (memsnap-3b-fit80-2026-12-04.txt) has the
+    # pool at 65.85 GiB when the first step asked for its 11.97 GiB fp32 gradient copy, past the 77.72 GiB the
+    # cap lets the allocator hold, and the pool then handing back its free pages and growing by the copy
+    # alone. ho84 is that plan (fit's pick under 80 GiB) with a cap that does not bind; 1b-full-ho23 (22.60
+    # GiB allocated, 26.65 reserved under 40 GiB) goes under 26 GiB, where only its holes are over the line.
+    "3b-full-ho84": ("3b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2, grad_accum=8,
+                                seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
@@ -780,6 +788,8 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
         "skipped_total": last.get("skipped_total"),
         "alerts": [{"kind": a.get("kind"), "message": a.get("message")} for a in alerts],
         "peak_allocated": last.get("gpu_mem_allocated_peak"), "peak_reserved": last.get("gpu_mem_reserved_peak"),
+        # the allocator's release-and-retry count at each logged step (core/train/loop.py _memory_peaks)
+        "alloc_retries": [e.get("gpu_alloc_retries") for e in steps],
         "nvml_used_max": nvml if fine is None else max(fine, nvml or 0), "nvml_used_max_telemetry": nvml,
         "estimate": started.get("estimate"),
         "first_step_s": round(steps[0]["t"] - t0, 1) if steps else None,

@@ -222,11 +222,15 @@ class TrainLoop:
 
     def _memory_peaks(self) -> dict[str, int]:
         """This rank's allocator peaks since the process started (what the budget predicts; reading them
-        does not synchronise the GPU). Nothing on the CPU."""
+        does not synchronise the GPU), and how often the allocator had to hand cached memory back to the
+        driver and retry an allocation: under a cap, a pool whose free holes would take it over the line
+        does that rather than fail (docs/estimator.md, "The cap and the allocator's release"). Nothing
+        on the CPU."""
         if torch.device(self.device).type != "cuda":
             return {}
         return {"gpu_mem_allocated_peak": int(torch.cuda.max_memory_allocated(self.device)),
-                "gpu_mem_reserved_peak": int(torch.cuda.max_memory_reserved(self.device))}
+                "gpu_mem_reserved_peak": int(torch.cuda.max_memory_reserved(self.device)),
+                "gpu_alloc_retries": int(torch.cuda.memory_stats(self.device).get("num_alloc_retries", 0))}
 
     def _check_nonfinite(self, streak: int, first_bad: int) -> RunResult | None:
         limit = self.plan.max_nonfinite
