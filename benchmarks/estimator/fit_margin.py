@@ -74,6 +74,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),
+            "cap": np.array([r["cap"] for r in rows], dtype=float),  # margin_table.estimated
             # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
             "fixed": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
             # margin.loss_room: the free region the loss's blocks are served from, off the loss's holes
@@ -126,8 +127,11 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:
-    """Relative error of the total (allocated + margin + context) against the measured one."""
-    return (d["alloc"] + margins(d, consts, overlap) + d["context"]) / d["measured"] - 1
+    """Relative error of the total (allocated + margin + context; over the run's cap, allocated + context:
+    margin_table.estimated) against the measured one."""
+    total = d["alloc"] + margins(d, consts, overlap) + d["context"]
+    released = np.minimum(d["cap"], d["alloc"] + d["context"])
+    return np.where(total <= d["cap"], total, released) / d["measured"] - 1
 
 
 def score(e: np.ndarray) -> np.ndarray:

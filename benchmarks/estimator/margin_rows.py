@@ -63,7 +63,9 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
             "margin_est": peak.margin, "margin_terms": dict(peak.margin_terms),
             "margin_sources": dict(peak.margin_sources), "phase": peak.phase,
             "step_room": peak.step_room, "step_new": peak.step_new, "moments": dict(peak.moments),
-            "job": job, "states": states}
+            "job": job, "states": states,
+            # the plan's GPU memory cap (the budget's capacity, CUDA context included): margin_table.estimated
+            "cap": float(plan.gpu_mem_cap) if plan.gpu_mem_cap else float("inf")}
 
 
 def seed_rows() -> list[dict[str, Any]]:

@@ -34,7 +34,8 @@ ALERT_CAPACITY = 200
 
 #: Which chart an alert belongs to (the dashboard highlights it).
 ALERT_GROUP = {"nonfinite_loss": "loss", "loss_scale_collapse": "scale", "stall": "speed",
-               "host_ram": "host", "oom": "gpu", "disk": "host", "data": "loss", "rank": "gpu"}
+               "host_ram": "host", "oom": "gpu", "disk": "host", "data": "loss", "rank": "gpu",
+               "memory_pressure": "gpu"}
 
 
 @dataclass

@@ -18,6 +18,7 @@ import torch
 from zerotui.core.train.badsteps import OverflowRun, is_scale_floor_error, resume_point
 from zerotui.core.train.checkpoint import plan_hash
 from zerotui.core.model.flops import flops_per_token
+from zerotui.core.train.alloc_release import ReleaseWatch
 from zerotui.core.train.lossscale import ScaleWatch, live_loss_scale, loss_scale_is_dynamic
 from zerotui.core.train.stage0_scale import scaled_for_backward
 from zerotui.core.train.rankflags import FlagSync, StepFlags
@@ -56,6 +57,7 @@ class TrainLoop:
         self.tokens_seen = 0                # non-padding tokens of all ranks, as of the last step event
         self.sync = FlagSync(world, rank, control, plan.save_minutes)
         self.scale_watch = ScaleWatch(plan.fp16_min_loss_scale, 2.0 ** plan.fp16_initial_scale_power)
+        self.release_watch = ReleaseWatch()
         self.plan_hash = plan_hash(plan)
         self._reset_interval()
         self.streak = torch.zeros((), dtype=torch.int64, device=self.device)
@@ -203,20 +205,21 @@ class TrainLoop:
         # `skipped` counts overflow-skipped optimizer steps in this logging interval (what a chart marks);
         # `skipped_total` is DeepSpeed's running count since the engine started.
         skipped = skipped_total - self._skipped_at_log
+        memory = self._memory_peaks()
         self.emit("step", step=self.step, epoch=round(self.order.epoch_float(), 4), loss=loss, lr=self.i_lr,
                   grad_norm=grad_norm, loss_scale=scale, loss_scale_dynamic=dynamic, skipped=skipped,
                   skipped_total=skipped_total,
                   samples_per_s=samples / elapsed, tokens_per_s=tokens / elapsed,
                   tflops=flops / elapsed / self.world / 1e12, step_time=elapsed / steps,
                   nonfinite=int(n_bad), tokens=self.tokens_seen,
-                  elapsed_s=round(self.elapsed_before + time.monotonic() - self.started, 1),
-                  **self._memory_peaks())
+                  elapsed_s=round(self.elapsed_before + time.monotonic() - self.started, 1), **memory)
         self._monitor([("Train/Samples/train_loss", loss), ("Train/Samples/lr", self.i_lr),
                        ("Train/Samples/tokens_per_s", tokens / elapsed)])
         alert = self.scale_watch.check(scale, skipped, dynamic)
         self._skipped_at_log = skipped_total
-        if alert:
-            self.emit("alert", **alert)
+        for a in (alert, self.release_watch.check(memory.get("gpu_alloc_retries"), self.step)):
+            if a:
+                self.emit("alert", **a)
         self._reset_interval()
         return self._check_nonfinite(streak, first_bad)
 
