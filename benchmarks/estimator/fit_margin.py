@@ -26,6 +26,7 @@ from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate.margin import (
     fp16_offload_guard,
     offload_norm_block,
+    step_free,
     step_hole,
     zero3_long_sequence_floor,
 )
@@ -73,6 +74,8 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             # margin.first_step_term: expandable rows whose first step fits in what step 0 freed
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
+            # margin.step_free: what the pool has free at the step, off the copy the segment can grow by
+            "free": np.array([step_free(r["job"], r["allocated_est"], r["moments"].get("step", np.inf)) for r in rows]),
             "context": np.array([r["context"] for r in rows], dtype=float),
             "cap": np.array([r["cap"] for r in rows], dtype=float),  # margin_table.estimated
             # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
@@ -119,8 +122,8 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     # expandable segments the share applies to the smaller of the copy and what the step's new tensors
     # exceed the room by (0 where they fit)
     excess = np.maximum(d["new"] - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m + returned), 0.0)
-    first = np.where(d["expandable"], np.minimum(d["feats"][:, KEYS.index("first step")], excess),
-                     d["feats"][:, KEYS.index("first step")])
+    copy = d["feats"][:, KEYS.index("first step")]
+    first = np.where(d["expandable"], np.minimum(np.minimum(copy, excess), np.maximum(copy - d["free"], 0.0)), copy)
     m = np.maximum(m + c[:, [KEYS.index("first step")]] * first + d["fixed"], d["floor"])
     step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
     return np.maximum(np.where(d["step_peak"], step, np.maximum(m, step)), d["pool"])

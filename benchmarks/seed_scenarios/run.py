@@ -438,6 +438,19 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # GiB allocated, 26.65 reserved under 40 GiB) goes under 26 GiB, where only its holes are over the line.
     "3b-full-ho84": ("3b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2, grad_accum=8,
                                 seq_len=2048, grad_ckpt=False), "seed"),
+    # Held out from what the pool has free at the step (margin.step_free, 2026-12-06, twenty-sixth session):
+    # ZeRO-1/2 plans without recompute whose forward/backward peak lies above their step, so the first step's
+    # fp32 copy finds part of the pool free. Written down by predict.py before they ran, beside the old rule's.
+    "1b128k-full-ho85": ("1b128k", dict(method="full", precision="fp16", stage=1, kernels="none", micro_batch=4,
+                                        grad_accum=1, seq_len=1024, grad_ckpt=False), "seed"),
+    "1b-full-ho86": ("1b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=3, grad_accum=4,
+                                seq_len=2048, grad_ckpt=False), "seed"),
+    "1b128k-full-ho87": ("1b128k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
+                                        grad_accum=1, seq_len=2048, grad_ckpt=False), "seed"),
+    "q1.5b-full-ho88": ("q1.5b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=3,
+                                      grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b-full-ho89": ("1b", dict(method="full", precision="fp16", stage=1, kernels="auto", micro_batch=3, grad_accum=4,
+                                seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -33,6 +33,7 @@ from zerotui.core.estimate.margin import (
     offload_norm_block,
     room_holes,
     sources,
+    step_free,
     step_moment_term,
     zero3_long_sequence_floor,
 )
@@ -193,7 +194,8 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     terms = margin_terms(src, job.expandable)
     terms["first step"] = first_step_term(job, step_room, step_new,
                                           room_holes(terms) + loss_room_used(src, job.expandable),
-                                          terms["first step"])
+                                          terms["first step"], src["first step"],
+                                          step_free(job, allocated, moments_alloc["step"]))
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["gradient norm (fp64, offload)"] = offload_norm_block(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))

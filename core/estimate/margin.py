@@ -164,22 +164,37 @@ def first_step_share(room: float, new: float, holes: float) -> float:
     return new / (room + holes) if room + holes > 0 else float("inf")
 
 
-def first_step_term(job, room: float, new: float, holes: float, term: float) -> float:
+def first_step_term(job, room: float, new: float, holes: float, term: float, copy: float = float("inf"),
+                    free: float = 0.0) -> float:
     """The first-step segment's part of the margin (``term``: its share of the fp32 copy). With expandable
     segments the first optimizer step's new tensors (Adam's moments and the fp32 gradient copy: ``new``)
     go first into what step 0's forward and backward freed (``room``, the allocation, plus the ``holes``
     of the margin's other terms, ``room_holes``; calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE of
-    it, the module docstring, "Expandable segments"), and the segment grows only by what is left over; the hole the copy leaves when it is freed lies in that growth and
-    cannot be larger, so the share applies to the smaller of the copy and the excess. Where the step fits
+    it, the module docstring, "Expandable segments"), and the segment grows only by what is left over; the
+    hole the copy leaves when freed lies in that growth, so the share applies to the smaller of the copy
+    and the excess. Where the step fits
     the excess is 0: the term no longer jumps from nothing to the whole share at the rule's threshold.
     Set 2026-12-06 (twenty-third session) on the 128k ZeRO-2 plans at 4,096 tokens (ho55 +6.0% -> +2.9%,
     the sweeps' h-v-s2-mb1-s4096-ga2 +8.0% and +6.2% -> +4.8% and +3.0%); the four plans held out from it
     came out nearer than the old rule put them: +3.2% for +6.4%, +1.8% for +4.5%, +6.5% for +6.8%, +3.2% for
-    +3.9% (docs/estimator.md, "The first step's excess" and "ho82, and where ho81's margin goes")."""
+    +3.9% (docs/estimator.md, "The first step's excess" and "ho82, and where ho81's margin goes").
+    Nor can the growth be larger than the ``copy`` less what the pool has ``free`` at the step: the busiest
+    moment of forward and backward less the step's (``step_free``). ho81 grew nothing at its step with 3.36
+    GiB free for a 4.60 GiB copy (memsnap-1b128k-ho81-2026-12-06.txt), ho46 held 0.28 GiB beyond allocated
+    with 5.92 free; 2026-12-06, twenty-sixth session, docs/estimator.md, "What the pool has free at the step"."""
     if not job.expandable:
         return term
     excess = max(0.0, new - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (room + holes))
-    return min(term, cal.EXPANDABLE_FIRST_STEP_SHARE * excess)
+    return min(term, cal.EXPANDABLE_FIRST_STEP_SHARE * min(excess, max(0.0, copy - free)))
+
+
+def step_free(job, allocated: float, step: float) -> float:
+    """What the pool has free at the optimizer step: the forward/backward peak's allocation less the step's
+    (``first_step_term``). Not at ZeRO-2 with accumulation, whose step leaves more holes (``step_hole``'s
+    second one; 1b-full-ho13's step grew the pool with 2.70 GiB of it free)."""
+    if not job.expandable or (job.stage == 2 and job.plan.grad_accum > 1):
+        return 0.0
+    return max(0.0, allocated - step)
 
 
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
