@@ -155,7 +155,7 @@ def loss_room_used(src: dict[str, float], expandable: bool) -> float:
 
 def room_holes(terms: dict[str, float]) -> float:
     """The margin's holes that count as room for the first step's tensors: every term but the first step
-    itself (the base too: leaving it out called the held-out 1b-full-ho21 wrong, docs/estimator.md)."""
+    (the base too: without it the held-out 1b-full-ho21 was called wrong, docs/estimator.md)."""
     return sum(terms.values()) - terms["first step"]
 
 
@@ -304,15 +304,13 @@ def shares(expandable: bool) -> tuple[float, float, float, float, float, float]:
 
 
 def margin_terms(src: dict[str, float], expandable: bool = False) -> dict[str, float]:
-    """The margin's parts with calibration.py's shares for the run's allocator."""
-    return combine(src, *shares(expandable))
+    return combine(src, *shares(expandable))  # with calibration.py's shares for the run's allocator
 
 
 def fp16_offload_guard(job) -> float:
     """fp16 with a stage 1-2 ZeRO optimizer on the CPU, on PyTorch's default allocator: a share of the
-    trainable 16-bit gradient partition on top of the sum (the module docstring), else 0. Stage 3
-    offloads through other code (stage3.py) and was not measured in fp16 with large gradients: no guard
-    there."""
+    trainable 16-bit gradient partition on top of the sum (the module docstring), else 0. Stage 3 (other
+    code, stage3.py) was not measured in fp16 with large gradients: no guard there."""
     if job.plan.precision != "fp16" or job.oo == "none" or job.stage not in (1, 2) or job.expandable:
         return 0.0
     return cal.FP16_OFFLOAD_GRADIENT_SHARE * job.p * job.psit / job.N
