@@ -51,6 +51,7 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.model.spec import _llama_family_spec
     from zerotui.core.plan.schema import plan_from_dict
 
+    from benchmarks.estimator.margin_table import estimated
     from benchmarks.seed_scenarios.run import SHAPES, ran_masked, ran_seq_len
 
     out = []
@@ -88,8 +89,9 @@ def rows(files: list[str]) -> list[dict]:
             # alone, where the allocator hands its free pages back rather than grow past the cap
             # (benchmarks/estimator/margin_table.py, estimated)
             cap = data.get("cap_bytes")
-            predicted = b.gpu_bytes if not cap or b.gpu_bytes <= cap else \
-                min(cap, b.gpu_allocated_bytes + b.breakdown["gpu"].get("CUDA context", 0))
+            context = b.breakdown["gpu"].get("CUDA context", 0)
+            predicted = estimated(b.gpu_allocated_bytes, b.gpu_bytes - b.gpu_allocated_bytes - context, context,
+                                  cap or float("inf"))
             out.append({"file": Path(f).name, "scenario": name, "plan": r["plan"], "ran_seq_len": plan["seq_len"],
                         "state": r.get("state"),
                         "tokens_per_s": r.get("tokens_per_s"), "tflops": r.get("tflops_per_gpu"),
