@@ -61,6 +61,14 @@ SHAPES: dict[str, dict[str, Any]] = {
     "1b128k": dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
                    num_attention_heads=32, num_key_value_heads=8, max_position_embeddings=131072,
                    rms_norm_eps=1e-5, tie_word_embeddings=True, rope_theta=500000.0),
+    # The estimator sweeps' llama-7b-l8 (Llama-2-7B's width, 8 of its 32 layers) and llama-2b-49k (GQA 20/4,
+    # 49k vocabulary): two of their rows still over the band, through zerotui's worker (2026-12-06).
+    "7b-l8": dict(vocab_size=32000, hidden_size=4096, intermediate_size=11008, num_hidden_layers=8,
+                  num_attention_heads=32, num_key_value_heads=32, max_position_embeddings=4096,
+                  rms_norm_eps=1e-5, tie_word_embeddings=False),
+    "2b-49k": dict(vocab_size=49152, hidden_size=2560, intermediate_size=6912, num_hidden_layers=24,
+                   num_attention_heads=20, num_key_value_heads=4, max_position_embeddings=4096,
+                   rms_norm_eps=1e-5, tie_word_embeddings=False),
     # The estimator sweeps' llama-0.1b: big enough that every matrix passes DeepSpeed's 1 MiB NVMe swap
     # threshold, small enough for this harness's CPU dry run (NVMe swap sizes, 2026-12-05).
     "0.1b": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
@@ -451,6 +459,14 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                       grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     "1b-full-ho89": ("1b", dict(method="full", precision="fp16", stage=1, kernels="auto", micro_batch=3, grad_accum=4,
                                 seq_len=2048, grad_ckpt=False), "seed"),
+    # The sweeps' rows still over the band that zerotui's worker never ran (2026-12-06, twenty-seventh
+    # session): w8-s2-mb8-s4096-ckpt (+0.3% in sweep 2, +6.7% in sweep 4 with Adam's state made at start)
+    # and n-s3-lora-all-r32-mb4-ckpt (+5.7%, sweep 2 only). Written down by predict.py before they ran.
+    "7b-l8-full-ho90": ("7b-l8", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=8,
+                                      grad_accum=1, seq_len=4096, grad_ckpt=True), "seed"),  # w8-s2-mb8-s4096-ckpt
+    "2b-49k-lora-ho91": ("2b-49k", dict(method="lora", precision="bf16", stage=3, kernels="none", lora_r=32,
+                                        lora_targets=ALL_LINEAR, lora_dropout=0.05, micro_batch=4, grad_accum=1,
+                                        seq_len=2048, grad_ckpt=True), "seed"),  # n-s3-lora-all-r32-mb4-ckpt
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
