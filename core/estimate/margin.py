@@ -32,7 +32,7 @@ With expandable segments the optimizer step's own moment is one more candidate f
 (``step_moment_term``): its allocation plus the hole DeepSpeed's flat copy of the 16-bit weights leaves
 (``step_hole``). Where the step is the peak of allocation that candidate alone sets reserved; the terms
 above describe forward and backward and do not add on top of it (2026-12-04: five step-peak plans held
-out from the rule, Qwen2 and a 3B shape, ZeRO-0 to 2, came out within 0.1% of it; docs/estimator.md,
+out from the rule, Qwen2 and a 3B shape, ZeRO-0 to 2, came out within 0.1% of it; docs/estimator-log.md,
 "The optimizer step's moment").
 
 At ZeRO-0 in 16 bits with expandable segments, the loss's blocks are served from a free region that
@@ -119,7 +119,7 @@ def first_step_bytes(job, lg: dict[str, float], step_transient: float, gathered:
     stage 1 (module docstring, "Expandable segments"). Not gone where the step itself is the peak: the
     bf16 ZeRO-0 recompute plans of 2026-12-03's seventh session grew the pool by the whole 4.1 GiB copy at
     the step (memsnap-1b-stage0-step-2026-12-03.txt); step_moment_term covers those rows since
-    2026-12-04 (docs/estimator.md, "The optimizer step's moment")."""
+    2026-12-04 (docs/estimator-log.md, "The optimizer step's moment")."""
     if not step_transient or (job.expandable and gone_with_expandable(job)):
         return 0.0
     if job.stage == 3:
@@ -177,11 +177,11 @@ def first_step_term(job, room: float, new: float, holes: float, term: float, cop
     Set 2026-12-06 (twenty-third session) on the 128k ZeRO-2 plans at 4,096 tokens (ho55 +6.0% -> +2.9%,
     the sweeps' h-v-s2-mb1-s4096-ga2 +8.0% and +6.2% -> +4.8% and +3.0%); the four plans held out from it
     came out nearer than the old rule put them: +3.2% for +6.4%, +1.8% for +4.5%, +6.5% for +6.8%, +3.2% for
-    +3.9% (docs/estimator.md, "The first step's excess" and "ho82, and where ho81's margin goes").
+    +3.9% (docs/estimator-log.md, "The first step's excess" and "ho82, and where ho81's margin goes").
     Nor can the growth be larger than the ``copy`` less what the pool has ``free`` at the step: the busiest
     moment of forward and backward less the step's (``step_free``). ho81 grew nothing at its step with 3.36
     GiB free for a 4.60 GiB copy (memsnap-1b128k-ho81-2026-12-06.txt), ho46 held 0.28 GiB beyond allocated
-    with 5.92 free; 2026-12-06, twenty-sixth session, docs/estimator.md, "What the pool has free at the step"."""
+    with 5.92 free; 2026-12-06, twenty-sixth session, docs/estimator-log.md, "What the pool has free at the step"."""
     if not job.expandable:
         return term
     excess = max(0.0, new - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (room + holes))

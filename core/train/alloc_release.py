@@ -6,7 +6,7 @@ it caches and retries the allocation, counting each time in ``num_alloc_retries`
 optimizer step, costs nothing measurable: 3b-full-ho84 under 80 GiB released once and ran at full speed.
 At every step it does: 1b-full-ho23 under 26 GiB, where its pool wanted 26.65 GiB, released twice a step
 and ran 23% slower than under 40 GiB, with the same losses (benchmarks/results/
-seed-scenarios-caprel*-h100-2026-12-06.json; docs/estimator.md, "The cap and the allocator's release").
+seed-scenarios-caprel*-h100-2026-12-06.json; docs/estimator-log.md, "The cap and the allocator's release").
 The dashboard's throughput chart shows the slowdown but not its cause; this names it.
 """
 from __future__ import annotations

@@ -227,7 +227,7 @@ class TrainLoop:
         """This rank's allocator peaks since the process started (what the budget predicts; reading them
         does not synchronise the GPU), and how often the allocator had to hand cached memory back to the
         driver and retry an allocation: under a cap, a pool whose free holes would take it over the line
-        does that rather than fail (docs/estimator.md, "The cap and the allocator's release"). Nothing
+        does that rather than fail (docs/estimator-log.md, "The cap and the allocator's release"). Nothing
         on the CPU."""
         if torch.device(self.device).type != "cuda":
             return {}

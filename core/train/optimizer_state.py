@@ -17,7 +17,7 @@ Peaks mostly stay where they were. On the H200 with expandable segments the esti
 11 peaked within 0.1 GiB of their lazy runs, the others between 3.1 GiB lower and 1.9 GiB higher (-6.2% ...
 +5.4% reserved). Runs through zerotui's worker with FusedAdam were not measured this way: the first
 version of this module recognised only torch's optimizers, so the worker runs meant to test it had lazy
-state (docs/estimator.md, "Adam's state made at start").
+state (docs/estimator-log.md, "Adam's state made at start").
 
 The values are the ones the optimizer makes (zeros, step 0): torch's own ``_init_group`` makes torch's,
 each parameter given a zero-stride stand-in gradient (no memory) for the call, which is all

@@ -195,7 +195,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # Its allocator history (memsnap-3b-fit80-2026-12-04.txt) shows its pool at the 80 GiB cap when the first
     # step asked for the 11.97 GiB fp32 gradient copy: the allocator handed its free pages back and retried,
     # so the peak measured is the cap's, not the holes'. The plan again as ho84 (H100, 2026-12-06): one
-    # release, at the first step, and +8.8% again (docs/estimator.md, "The cap and the allocator's release")
+    # release, at the first step, and +8.8% again (docs/estimator-log.md, "The cap and the allocator's release")
     # ho65 and ho68 (2026-12-05): ZeRO-1 with the optimizer on the CPU and accumulation, as ho18 and ho35.
     # ho35 ran a second and third time on 2026-12-05 (11.38 GiB both, 11.50 on 2026-12-03): its excess repeats.
     # ho18, ho35, ho65 and ho68 (ZeRO-1, the optimizer on the CPU, accumulation) are within since
