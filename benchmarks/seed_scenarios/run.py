@@ -467,6 +467,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "2b-49k-lora-ho91": ("2b-49k", dict(method="lora", precision="bf16", stage=3, kernels="none", lora_r=32,
                                         lora_targets=ALL_LINEAR, lora_dropout=0.05, micro_batch=4, grad_accum=1,
                                         seq_len=2048, grad_ckpt=True), "seed"),  # n-s3-lora-all-r32-mb4-ckpt
+    # Held out from the loss's freed blocks as room for the first step's copy (2026-12-06, twenty-seventh
+    # session; ho90's allocator history): ZeRO-2 plans whose loss blocks outweigh their fp32 gradient copy.
+    "7b-l8-full-ho92": ("7b-l8", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=4,
+                                      grad_accum=1, seq_len=8192, grad_ckpt=True), "seed"),
+    "2b-49k-full-ho93": ("2b-49k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=12,
+                                        grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
