@@ -24,6 +24,7 @@ import numpy as np
 
 from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate.margin import (
+    copy_in_loss_blocks,
     fp16_offload_guard,
     offload_norm_block,
     step_free,
@@ -76,6 +77,10 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
             # margin.step_free: what the pool has free at the step, off the copy the segment can grow by
             "free": np.array([step_free(r["job"], r["allocated_est"], r["moments"].get("step", np.inf)) for r in rows]),
+            # margin.copy_in_loss_blocks: the copy fits where the loss's blocks were (no first-step term)
+            "in_loss": np.array([copy_in_loss_blocks(r["job"], r["margin_sources"]["loss"], r["margin_sources"]["first step"],
+                                                     step_free(r["job"], r["allocated_est"], r["moments"].get("step", np.inf)))
+                                 for r in rows], dtype=bool),
             "context": np.array([r["context"] for r in rows], dtype=float),
             "cap": np.array([r["cap"] for r in rows], dtype=float),  # margin_table.estimated
             # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
@@ -124,6 +129,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     excess = np.maximum(d["new"] - cal.EXPANDABLE_FIRST_STEP_ROOM_SHARE * (d["room"] + m + returned), 0.0)
     copy = d["feats"][:, KEYS.index("first step")]
     first = np.where(d["expandable"], np.minimum(np.minimum(copy, excess), np.maximum(copy - d["free"], 0.0)), copy)
+    first = np.where(d["in_loss"], 0.0, first)
     m = np.maximum(m + c[:, [KEYS.index("first step")]] * first + d["fixed"], d["floor"])
     step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
     return np.maximum(np.where(d["step_peak"], step, np.maximum(m, step)), d["pool"])

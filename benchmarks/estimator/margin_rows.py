@@ -48,14 +48,16 @@ def _seed_shape(name: str) -> dict[str, Any]:
 
 
 def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: bool = True,
-               masked: Optional[bool] = None) -> dict[str, Any]:
+               masked: Optional[bool] = None, states_at_start: bool = True) -> dict[str, Any]:
     """The estimator's view of one plan: allocated parts, the margin's terms and the peak moment.
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
     is for the allocator that was measured. ``saves``: whether the process saved a checkpoint (zerotui's
     worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py).
-    ``masked``: whether the run's attention had a padding mask (seed_scenarios/run.py ran_masked)."""
+    ``masked``: whether the run's attention had a padding mask (seed_scenarios/run.py ran_masked).
+    ``states_at_start``: whether the run made Adam's moments before its first step (``made_at_start``)."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
-    job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf}, masked=masked)
+    job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf}, masked=masked,
+                  states_at_start=states_at_start)
     states = gpu.model_states(job)
     peak = gpu.peak(job, states)
     return {"parts": {k: v for k, v in peak.parts.items() if v}, "allocated_est": peak.allocated,
@@ -68,8 +70,16 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
             "cap": float(plan.gpu_mem_cap) if plan.gpu_mem_cap else float("inf")}
 
 
+def made_at_start(record: dict[str, Any]) -> bool:
+    """Whether a result's run made Adam's moments before its first step: zerotui's worker since
+    2026-12-03 ("before the first step" in the file), the sweeps' harness in sweep 4 (bytes made). Files
+    without the key, and eager-a's "no: ...", ran when the optimizer made them at the step."""
+    made = record.get("optimizer_states_made")
+    return made.startswith("before") if isinstance(made, str) else bool(made)
+
+
 def seed_rows() -> list[dict[str, Any]]:
-    from benchmarks.seed_scenarios.run import ran_masked, ran_seq_len
+    from benchmarks.seed_scenarios.run import ran_masked, ran_seq_len, scenario_shape
     from benchmarks.seed_scenarios.table import ran_every_step, run_nvml
 
     out = []
@@ -78,7 +88,7 @@ def seed_rows() -> list[dict[str, Any]]:
         for name, r in data["scenarios"].items():
             if not r.get("peak_reserved") or (r.get("state") == "failed" and not ran_every_step(r)):
                 continue
-            shape = name.split("-")[0]
+            shape = scenario_shape(name)
             spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
             # estimated for the micro-batch width that ran (ran_seq_len), not the plan's seq_len
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
@@ -87,7 +97,7 @@ def seed_rows() -> list[dict[str, Any]]:
                         "config": (name, json.dumps(plan, sort_keys=True), alloc, masked),
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],
                         "nvml": run_nvml(f.name, data, r),
-                        **components(plan, spec, alloc, masked=masked)})
+                        **components(plan, spec, alloc, masked=masked, states_at_start=made_at_start(data))})
     return out
 
 
@@ -113,7 +123,8 @@ def sweep_rows() -> list[dict[str, Any]]:
                             "reserved_before_step": max((max(m["fwd_reserved"], m["bwd_reserved"]) for m in first),
                                                         default=None),
                             "reserved_after_step": first[-1]["step_reserved"] if first else None,
-                            **components(r["plan"], spec, r.get("alloc_conf", ""), saves=False)})
+                            **components(r["plan"], spec, r.get("alloc_conf", ""), saves=False,
+                                         states_at_start=made_at_start(r))})
     return out
 
 
@@ -139,7 +150,7 @@ def speed_rows() -> list[dict[str, Any]]:
                         # before "nvml_clean" benchmarks/speed built its model in the measuring process,
                         # whose CUDA context (610 MiB) NVML counted too: not the run's own figure
                         "nvml": r["nvml_used_max"] if data.get("nvml_clean") else None,
-                        **components(dict(r["plan"], data="sample"), spec, alloc)})
+                        **components(dict(r["plan"], data="sample"), spec, alloc, states_at_start=made_at_start(data))})
     return out
 
 

@@ -657,6 +657,12 @@ def write_data(path: Path, rows: int = 4000, words: int = WORDS) -> Path:
     return path
 
 
+def scenario_shape(name: str) -> str:
+    """A scenario's model shape: its entry's where it has one (shape names such as "7b-l8" hold a hyphen),
+    else the name's first part, as results of scenarios since renamed were written."""
+    return SCENARIOS[name][0] if name in SCENARIOS else name.split("-")[0]
+
+
 def plan_for(name: str, model_dir: Path, data: Path, cap: int, steps: int, log_interval: int,
              hardware: Any = None, nvme_dir: Optional[Path] = None) -> Any:
     """The scenario's plan; a "fit" scenario takes `recommend`'s first plan on ``hardware`` (this machine's

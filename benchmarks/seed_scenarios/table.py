@@ -52,13 +52,13 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.plan.schema import plan_from_dict
 
     from benchmarks.estimator.margin_table import estimated
-    from benchmarks.seed_scenarios.run import SHAPES, ran_masked, ran_seq_len
+    from benchmarks.seed_scenarios.run import SHAPES, ran_masked, ran_seq_len, scenario_shape
 
     out = []
     for f in files:
         data = json.loads(Path(f).read_text())
         for name, r in data["scenarios"].items():
-            shape = name.split("-")[0]
+            shape = scenario_shape(name)
             spec = _llama_family_spec(f"llama-{shape}", {"model_type": "llama", **SHAPES[shape]}, "run.py SHAPES")
             # estimated for the micro-batch width that ran (run.py's ran_seq_len), not the plan's seq_len
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))

@@ -26,6 +26,7 @@ from zerotui.core.estimate.activations import (
 from zerotui.core.estimate import offload12
 from zerotui.core.estimate.job import Job, largest_trainable, offload_keeps_gradients, persistent_params
 from zerotui.core.estimate.margin import (
+    copy_in_loss_blocks,
     first_step_term,
     fp16_offload_guard,
     loss_room_used,
@@ -192,10 +193,10 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     moments_alloc = {k: resident + sum(v.values()) for k, v in phases.items()}
     src = sources(job, g, lg, grads, recompute, step_transient)
     terms = margin_terms(src, job.expandable)
-    terms["first step"] = first_step_term(job, step_room, step_new,
-                                          room_holes(terms) + loss_room_used(src, job.expandable),
-                                          terms["first step"], src["first step"],
-                                          step_free(job, allocated, moments_alloc["step"]))
+    free = step_free(job, allocated, moments_alloc["step"])
+    terms["first step"] = 0.0 if copy_in_loss_blocks(job, src["loss"], src["first step"], free) else \
+        first_step_term(job, step_room, step_new, room_holes(terms) + loss_room_used(src, job.expandable),
+                        terms["first step"], src["first step"], free)
     terms["fp16 with the optimizer offloaded"] = fp16_offload_guard(job)
     terms["gradient norm (fp64, offload)"] = offload_norm_block(job)
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))

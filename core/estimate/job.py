@@ -42,6 +42,9 @@ class Job:
     fused_ce: bool = False     # ... and its fused linear cross-entropy: no full logits
     expandable: bool = False   # PyTorch's allocator grows segments in place (core/plan/allocator.py)
     masked: bool = False       # attention gets an explicit mask (attention_masked)
+    # Adam's moments exist before the first step, as zerotui makes them (core/train/optimizer_state.py); False
+    # only for measured runs whose optimizer made them at that step (the estimator's sweeps 1-3)
+    states_at_start: bool = True
 
     @property
     def weight_bytes(self) -> float:
@@ -78,7 +81,7 @@ def attention_masked(plan: Any, spec: ModelSpec) -> bool:
 
 
 def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str, str]] = None,
-            masked: Optional[bool] = None) -> Job:
+            masked: Optional[bool] = None, states_at_start: bool = True) -> Job:
     """``env``: the environment the run will start from (this process's when None), for the allocator.
     ``masked``: whether attention gets an explicit mask, where the caller knows (a measured run's
     micro-batches); ``attention_masked`` decides otherwise."""
@@ -100,7 +103,7 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str,
                quant_largest=max((n for n, _ in quantised), default=0),
                liger=fused.liger, fused_ce=fused.fused_ce,
                expandable=allocator.expandable_in_effect(os.environ if env is None else env),
-               masked=attention_masked(plan, spec) if masked is None else masked)
+               masked=attention_masked(plan, spec) if masked is None else masked, states_at_start=states_at_start)
 
 
 def quant_bytes_per_weight(plan: Any) -> float:

@@ -21,12 +21,9 @@ Each source but the base holds a share of the bytes it churns (``sources``); the
 PyTorch's default allocator and less with expandable segments (below). The
 loss and the gathers do not add up: a ZeRO-3 layer's gathered weights are served from the blocks the
 loss freed, and the loss's blocks are rebuilt from what the gathers left, so the cache holds holes for
-whichever churns more (the larger of the two terms). Fitted as a sum, the committed ZeRO-3 rows with
-offloaded weights disagreed: the two where the loss churns most (1.1B, 16k and 32k tokens a
-micro-batch) came out +9.8% and +10.0%, and the one where the gathers do (7B-wide, 4k tokens) -12.7%
-when predicted without its file; with the larger of the two, +2.7%, +4.8% and (out of sample) +3.6%
-(``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md; figures of 2026-12-02,
-+1.0%, +4.6% and +0.0% with 2026-12-03's shares).
+whichever churns more (the larger of the two terms). Fitted as a sum, three ZeRO-3 rows with offloaded
+weights came out +9.8%, +10.0% and (out of sample) -12.7%; with the larger, +2.7%, +4.8% and +3.6%
+(``python -m benchmarks.estimator.crossval_margin [--sum]``, docs/estimator.md, 2026-12-02).
 
 With expandable segments the optimizer step's own moment is one more candidate for the peak
 (``step_moment_term``): its allocation plus the hole DeepSpeed's flat copy of the 16-bit weights leaves
@@ -41,13 +38,10 @@ DeepSpeed's FP16_Optimizer leaves at initialisation, and its holes shrink by tha
 
 One guard sits on top of the sum: ZeRO-3 with sequences longer than 2,048 tokens keeps at least a
 quarter of the allocation as margin (``zero3_long_sequence_floor``). It is not one of the fitted sources:
-a held-out row (7b-lora-ho6, one row a micro-batch planned at 4,096 tokens; its rows were about
-3,650) held 3.92 GiB beyond allocated, 26% of it, where the same tokens as 4 × 1,024 held 1.43 GiB; the
-terms above predicted 1.63 GiB and the budget promised 9.8% too little. Run again with PyTorch's
-expandable segments, the same plan held 2.8 GiB less (reserved 20.34 -> 17.31 GB): the holes were the
-caching allocator's. zerotui now starts
-such runs with expandable segments (core/plan/allocator.py) and the floor applies only where the user's
-own ``PYTORCH_CUDA_ALLOC_CONF`` turns them off; it is still set from that one row.
+a held-out row (7b-lora-ho6, one row of about 3,650 tokens a micro-batch) held 3.92 GiB beyond allocated,
+26% of it, where the terms above predicted 1.63 GiB. With expandable segments the same plan held 2.8 GiB
+less, so the holes were the caching allocator's; the floor applies only where the user's own
+``PYTORCH_CUDA_ALLOC_CONF`` turns them off, and is still set from that one row.
 
 A second guard, also set from one row: an fp16 full fine-tune with its optimizer on the CPU (1b-full-ho7,
 held out for the CUDA-context rule, 2026-12-02) held 3.68 GiB beyond allocated where the sum gave 2.22,
@@ -169,15 +163,10 @@ def first_step_term(job, room: float, new: float, holes: float, term: float, cop
     """The first-step segment's part of the margin (``term``: its share of the fp32 copy). With expandable
     segments the first optimizer step's new tensors (Adam's moments and the fp32 gradient copy: ``new``)
     go first into what step 0's forward and backward freed (``room``, the allocation, plus the ``holes``
-    of the margin's other terms, ``room_holes``; calibration.py's EXPANDABLE_FIRST_STEP_ROOM_SHARE of
-    it, the module docstring, "Expandable segments"), and the segment grows only by what is left over; the
-    hole the copy leaves when freed lies in that growth, so the share applies to the smaller of the copy
-    and the excess. Where the step fits
-    the excess is 0: the term no longer jumps from nothing to the whole share at the rule's threshold.
-    Set 2026-12-06 (twenty-third session) on the 128k ZeRO-2 plans at 4,096 tokens (ho55 +6.0% -> +2.9%,
-    the sweeps' h-v-s2-mb1-s4096-ga2 +8.0% and +6.2% -> +4.8% and +3.0%); the four plans held out from it
-    came out nearer than the old rule put them: +3.2% for +6.4%, +1.8% for +4.5%, +6.5% for +6.8%, +3.2% for
-    +3.9% (docs/estimator-log.md, "The first step's excess" and "ho82, and where ho81's margin goes").
+    of the margin's other terms, ``room_holes``; EXPANDABLE_FIRST_STEP_ROOM_SHARE of it), and the segment
+    grows only by what is left over; the copy's hole lies in that growth, so the share applies to the
+    smaller of the copy and the excess (2026-12-06, twenty-third session: held out +3.2%, +1.8%, +6.5%,
+    +3.2%; docs/estimator-log.md, "The first step's excess" and "ho82, and where ho81's margin goes").
     Nor can the growth be larger than the ``copy`` less what the pool has ``free`` at the step: the busiest
     moment of forward and backward less the step's (``step_free``). ho81 grew nothing at its step with 3.36
     GiB free for a 4.60 GiB copy (memsnap-1b128k-ho81-2026-12-06.txt), ho46 held 0.28 GiB beyond allocated
@@ -195,6 +184,16 @@ def step_free(job, allocated: float, step: float) -> float:
     if not job.expandable or (job.stage == 2 and job.plan.grad_accum > 1):
         return 0.0
     return max(0.0, allocated - step)
+
+
+def copy_in_loss_blocks(job, loss: float, copy: float, free: float) -> bool:
+    """Whether the first step's fp32 copy (less what the pool has ``free`` then) fits where the ``loss``'s
+    blocks were: allocated one after another at the end of forward and freed in backward, they leave one
+    free range, and with Adam's moments made at start the copy is the step's only new tensor, so it adds
+    no segment. From 7b-l8-full-ho90's allocator history (memsnap-7b-l8-ho90-2026-12-06.txt: three 3.91 GiB
+    loss blocks, a 7.01 GiB copy, the pool last grown in backward); two ZeRO-2 plans held out from it came
+    out +0.4% and +1.0%, +6.9% and +5.4% without it (docs/estimator-log.md, "The loss's blocks at the step")."""
+    return job.expandable and job.states_at_start and copy - free <= loss
 
 
 def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recompute: float,
