@@ -84,7 +84,8 @@ def job_for(plan: Any, spec: ModelSpec, hw: Hardware, env: Optional[Mapping[str,
             masked: Optional[bool] = None, states_at_start: bool = True) -> Job:
     """``env``: the environment the run will start from (this process's when None), for the allocator.
     ``masked``: whether attention gets an explicit mask, where the caller knows (a measured run's
-    micro-batches); ``attention_masked`` decides otherwise."""
+    micro-batches); ``attention_masked`` decides otherwise. ``states_at_start``: False only to estimate a
+    measured run whose optimizer made Adam's moments at its first step (``Job.states_at_start``)."""
     on_gpu = hw.gpu_count > 0
     n_local = plan.gpus_per_node(hw.gpu_count)
     p = 4 if plan.precision == "fp32" else 2
