@@ -71,16 +71,16 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
     the floor's share of allocated where it applies, allocated and the measured total."""
     feats = np.array([[1.0] + [r["margin_sources"][k] for k in list(CONSTANTS)[1:]] for r in rows])
     floor = np.array([zero3_long_sequence_floor(r["job"], r["allocated_est"], 0.0) for r in rows])
+    # margin.step_free: what the pool has free at the step, off the copy the segment can grow by
+    free = [step_free(r["job"], r["allocated_est"], r["moments"].get("step", np.inf)) for r in rows]
     return {"feats": feats, "floor": floor, "alloc": np.array([r["allocated_est"] for r in rows]),
             # margin.first_step_term: expandable rows whose first step fits in what step 0 freed
             "expandable": np.array([r["job"].expandable for r in rows], dtype=bool),
             "room": np.array([r["step_room"] for r in rows]), "new": np.array([r["step_new"] for r in rows]),
-            # margin.step_free: what the pool has free at the step, off the copy the segment can grow by
-            "free": np.array([step_free(r["job"], r["allocated_est"], r["moments"].get("step", np.inf)) for r in rows]),
+            "free": np.array(free),
             # margin.copy_in_loss_blocks: the copy fits where the loss's blocks were (no first-step term)
-            "in_loss": np.array([copy_in_loss_blocks(r["job"], r["margin_sources"]["loss"], r["margin_sources"]["first step"],
-                                                     step_free(r["job"], r["allocated_est"], r["moments"].get("step", np.inf)))
-                                 for r in rows], dtype=bool),
+            "in_loss": np.array([copy_in_loss_blocks(r["job"], r["margin_sources"]["loss"], r["margin_sources"]["first step"], f)
+                                 for r, f in zip(rows, free)], dtype=bool),
             "context": np.array([r["context"] for r in rows], dtype=float),
             "cap": np.array([r["cap"] for r in rows], dtype=float),  # margin_table.estimated
             # the margin's unfitted terms, added as they are: the fp16 offload guard and the fp64 norm block
