@@ -14,7 +14,9 @@ injected from outside the product code. Used by ``scripts/faults/numerical.py`` 
 
 ``ZEROTUI_FAULT_WRITE`` acts on checkpoint files written in the background (on the writer thread only):
 ``slow:SECONDS`` sleeps that long before each file (a slow disk: the window in which a kill or a stop
-meets a write in flight), ``enospc`` fails each with ENOSPC (a disk that filled during the write).
+meets a write in flight), ``enospc`` fails each with ENOSPC (a disk that filled during the write). The
+host-RAM margin a snapshot leaves (``background_save.MARGIN_BYTES``) is set to 0, so every file goes to
+the thread unless the host has no room at all.
 
 ``ZEROTUI_FAULT_FP16=1`` lets DeepSpeed build fp16 training on this CPU: its CPU accelerator answers
 ``is_fp16_supported() -> False`` unless oneDNN has fp16 kernels (``accelerator/cpu_accelerator.py``), and
@@ -67,7 +69,11 @@ def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
         original(obj, path)
 
     background_save.write_file = write_file
-    log(f"background checkpoint writes: {spec}")
+    # The write under test must go to the thread. Without a margin, only a host with no room at all for
+    # the tiny model's copy writes it at once: neighbouring tests on a CI box can leave less than the
+    # product's 2 GiB free, and the checkpoint was then written in the foreground (the test's premise gone).
+    background_save.MARGIN_BYTES = 0
+    log(f"background checkpoint writes: {spec} (no host-RAM margin)")
 
 
 def install(faults: list[tuple[str, int, float]], fp16: bool, log: Callable[[str], None]) -> None:

@@ -41,17 +41,20 @@ def _index(evs: list[dict], pred) -> int:
 
 
 def test_training_goes_on_while_a_checkpoint_is_written_and_the_marker_follows_the_files(tmp_path):
-    paths = _start(tmp_path, "slow:2")
+    # Each file is delayed 4 s (three files: 12 s), far longer than a step of the tiny model (30-100 ms
+    # here), so a step is trained during the write even on a busy CI box.
+    paths = _start(tmp_path, "slow:4")
     fin = _common().wait_finished(paths, 600)
     assert fin["state"] == "completed"
     evs = [e for e in events(paths) if e["type"] in ("step", "checkpoint")]
     at10 = _index(evs, lambda e: e["type"] == "checkpoint" and e["step"] == 10)
-    # steps after 10 were trained before the step-10 checkpoint was announced
-    assert any(e["type"] == "step" and e["step"] > 10 for e in evs[:at10])
     ck = evs[at10]
-    assert ck["background"] is True
-    # training waited for the copy only; the files (two or more, each delayed 2 s) took longer
-    assert ck["write_seconds"] >= 4 and ck["seconds"] < ck["write_seconds"] / 2
+    told = [(e["type"], e["step"], round(e["t"], 2)) for e in evs[max(0, at10 - 3):at10 + 2]]
+    assert ck["background"] is True, f"the step-10 checkpoint was written in the foreground: {ck}"
+    # training waited for the copy only; the files (two or more, each delayed 4 s) took longer
+    assert ck["write_seconds"] >= 8 and ck["seconds"] < ck["write_seconds"] / 2, ck
+    # steps after 10 were trained before the step-10 checkpoint was announced
+    assert any(e["type"] == "step" and e["step"] > 10 for e in evs[:at10]), told
     # the final save (the run's end) is written in the foreground and every checkpoint is complete
     done = {c.step: c.complete for c in list_checkpoints(paths.checkpoints)}
     assert done == {10: True, 20: True, 30: True}
