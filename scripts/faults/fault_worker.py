@@ -16,7 +16,8 @@ injected from outside the product code. Used by ``scripts/faults/numerical.py`` 
 ``slow:SECONDS`` sleeps that long before each file (a slow disk: the window in which a kill or a stop
 meets a write in flight), ``enospc`` fails each with ENOSPC (a disk that filled during the write). The
 host-RAM margin a snapshot leaves (``background_save.MARGIN_BYTES``) is set to 0, so every file goes to
-the thread unless the host has no room at all.
+the thread unless the host has no room at all. ``noroom`` makes the margin larger than any host, so every
+file is written at once on the training thread (a host short of free RAM).
 
 ``ZEROTUI_FAULT_FP16=1`` lets DeepSpeed build fp16 training on this CPU: its CPU accelerator answers
 ``is_fp16_supported() -> False`` unless oneDNN has fp16 kernels (``accelerator/cpu_accelerator.py``), and
@@ -56,8 +57,12 @@ def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
     from zerotui.core.train import background_save
 
     kind, _, arg = spec.partition(":")
-    if kind not in ("slow", "enospc"):
-        raise SystemExit(f"fault_worker: bad ZEROTUI_FAULT_WRITE {spec!r} (slow:SECONDS or enospc)")
+    if kind not in ("slow", "enospc", "noroom"):
+        raise SystemExit(f"fault_worker: bad ZEROTUI_FAULT_WRITE {spec!r} (slow:SECONDS, enospc or noroom)")
+    if kind == "noroom":  # a host whose free RAM cannot hold any snapshot: every file written at once
+        background_save.MARGIN_BYTES = 1 << 62
+        log("background checkpoint writes: no host RAM for a snapshot")
+        return
     original = background_save.write_file
 
     def write_file(obj: Any, path: str) -> None:

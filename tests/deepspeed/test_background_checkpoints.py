@@ -1,6 +1,7 @@
 """Checkpoints written in the background (core/train/background_save.py) with the real engine on the CPU:
 training goes on while the files are written, the marker comes only after them, and a kill, a failed
-write or a graceful stop during the write keep the guarantees of a checkpoint written in the foreground.
+write or a graceful stop during the write keep the guarantees of a checkpoint written in the foreground;
+a host without free RAM for the copy writes each checkpoint at once.
 
 A slow disk is made by the fault worker (scripts/faults/fault_worker.py, ``ZEROTUI_FAULT_WRITE``), which
 delays or fails only the writer thread's files: the product code is unchanged.
@@ -59,6 +60,18 @@ def test_training_goes_on_while_a_checkpoint_is_written_and_the_marker_follows_t
     done = {c.step: c.complete for c in list_checkpoints(paths.checkpoints)}
     assert done == {10: True, 20: True, 30: True}
     assert not list(paths.checkpoints.glob("step*/zerotui_rank*"))  # one rank: no hand-over files
+
+
+def test_a_host_without_room_for_the_copy_writes_each_checkpoint_at_once(tmp_path):
+    paths = _start(tmp_path, "noroom", max_steps=20)
+    assert _common().wait_finished(paths, 600)["state"] == "completed"
+    cks = events(paths, "checkpoint")
+    assert [c["step"] for c in cks] == [10, 20]
+    assert cks[0]["background"] is False  # the snapshot would not have fit: no background copy was made
+    # written before training went on: announced before step 11 was trained
+    evs = [(e["type"], e["step"]) for e in events(paths) if e["type"] in ("step", "checkpoint")]
+    assert evs.index(("checkpoint", 10)) < evs.index(("step", 11))
+    assert {c.step: c.complete for c in list_checkpoints(paths.checkpoints)} == {10: True, 20: True}
 
 
 def test_kill9_during_a_background_write_leaves_a_torn_checkpoint_that_resume_skips(tmp_path):
