@@ -42,7 +42,7 @@ DATA = REPO / "benchmarks" / "estimator" / "data"
 
 
 def _seed_shape(name: str) -> dict[str, Any]:
-    from benchmarks.seed_scenarios.run import SHAPES
+    from benchmarks.seed_scenarios.shapes import SHAPES
 
     return {"model_type": "llama", **SHAPES[name]}
 
@@ -53,7 +53,7 @@ def components(plan_dict: dict[str, Any], spec, alloc_conf: str = "", saves: boo
     ``alloc_conf``: the PYTORCH_CUDA_ALLOC_CONF the row ran with (the module docstring), so the estimate
     is for the allocator that was measured. ``saves``: whether the process saved a checkpoint (zerotui's
     worker does, the sweeps' harness does not), which decides its NCCL communicators (cuda_context.py).
-    ``masked``: whether the run's attention had a padding mask (seed_scenarios/run.py ran_masked).
+    ``masked``: whether the run's attention had a padding mask (seed_scenarios/data.py ran_masked).
     ``states_at_start``: whether the run made Adam's moments before its first step (``made_at_start``)."""
     plan = plan_from_dict({"kernels": "none", **plan_dict})
     job = job_for(plan, spec, h200(), env={"PYTORCH_CUDA_ALLOC_CONF": alloc_conf}, masked=masked,
@@ -79,7 +79,8 @@ def made_at_start(record: dict[str, Any]) -> bool:
 
 
 def seed_rows() -> list[dict[str, Any]]:
-    from benchmarks.seed_scenarios.run import ran_masked, ran_seq_len, scenario_shape
+    from benchmarks.seed_scenarios.data import ran_masked, ran_seq_len
+    from benchmarks.seed_scenarios.scenarios import scenario_shape
     from benchmarks.seed_scenarios.table import ran_every_step, run_nvml
 
     out = []
@@ -89,7 +90,7 @@ def seed_rows() -> list[dict[str, Any]]:
             if not r.get("peak_reserved") or (r.get("state") == "failed" and not ran_every_step(r)):
                 continue
             shape = scenario_shape(name)
-            spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
+            spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/shapes.py")
             # estimated for the micro-batch width that ran (ran_seq_len), not the plan's seq_len
             plan = dict(r["plan"], model=f"llama-{shape}", data="sample", seq_len=ran_seq_len(r["plan"], data))
             alloc, masked = r.get("alloc_conf", data.get("alloc_conf", "")), ran_masked(r["plan"], data)
@@ -143,7 +144,7 @@ def speed_rows() -> list[dict[str, Any]]:
             if key in seen:
                 continue
             seen.add(key)
-            spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/run.py")
+            spec = _llama_family_spec(f"llama-{shape}", _seed_shape(shape), "benchmarks/seed_scenarios/shapes.py")
             label = f"{r['job']} {r['value']}" if r.get("vary") == "alloc" else f"{r['job']} kernels {r['plan']['kernels']}"
             out.append({"id": label, "source": "speed", "file": f.name,
                         "allocated": r["peak_allocated"], "reserved": r["peak_reserved"],

@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.seed_scenarios.run import SCENARIOS, SHAPES, plan_for
+from benchmarks.seed_scenarios.scenarios import SCENARIOS, plan_for
+from benchmarks.seed_scenarios.shapes import SHAPES
 
 
 def config_folder(work: Path, shape: str) -> Path:

@@ -52,7 +52,9 @@ def rows(files: list[str]) -> list[dict]:
     from zerotui.core.plan.schema import plan_from_dict
 
     from benchmarks.estimator.margin_table import estimated
-    from benchmarks.seed_scenarios.run import SHAPES, ran_masked, ran_seq_len, scenario_shape
+    from benchmarks.seed_scenarios.data import ran_masked, ran_seq_len
+    from benchmarks.seed_scenarios.scenarios import scenario_shape
+    from benchmarks.seed_scenarios.shapes import SHAPES
 
     out = []
     for f in files:

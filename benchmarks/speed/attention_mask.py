@@ -128,7 +128,7 @@ def main() -> int:
     import transformers
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    from benchmarks.seed_scenarios.run import SHAPES
+    from benchmarks.seed_scenarios.shapes import SHAPES
 
     fields = dict(SHAPES[a.shape])
     cfg = AutoConfig.for_model(fields.pop("model_type", "llama"), **fields, pad_token_id=0, bos_token_id=1,

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from benchmarks.speed.startup import _cli, _events, _wait_step
-from benchmarks.seed_scenarios.run import write_data
+from benchmarks.seed_scenarios.data import write_data
 
 TICK = os.sysconf("SC_CLK_TCK")
 

@@ -5,7 +5,7 @@ the foreground, start-up to the first step — contenders alternating in one com
     python -m benchmarks.speed.run --out results.json --job 1b-ckpt
     python -m benchmarks.speed.run --dry-run --out /tmp/speed-dry.json     # the tiny shape on the CPU
 
-Jobs (random-weight Llama shapes from benchmarks/seed_scenarios/run.py, trained by
+Jobs (random-weight Llama shapes from benchmarks/seed_scenarios/shapes.py, trained by
 ``zerotui train PLAN --foreground``; each plan is the first that ``zerotui fit`` recommends for the job
 on this machine, picked with the contender's ``kernels`` setting, so "fit's pick" may differ between
 contenders, as it would for a user):
@@ -34,7 +34,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.seed_scenarios.run import ALL_LINEAR, _derive, _versions, build_model_apart, measure, run_plan, write_data
+from benchmarks.seed_scenarios.data import write_data
+from benchmarks.seed_scenarios.models import build_model_apart
+from benchmarks.seed_scenarios.run import _derive, _versions, measure, run_plan
+from benchmarks.seed_scenarios.scenarios import ALL_LINEAR
 
 ALLOC_ENV = "PYTORCH_CUDA_ALLOC_CONF"
 #: An empty value is the user's choice of PyTorch's default (core/plan/allocator.py never overrides it).
@@ -56,7 +59,7 @@ JOBS: dict[str, dict[str, Any]] = {
                                              seq_len=1024), vary="alloc", values=["default", "expandable"]),
     "7b-lora-alloc": dict(shape="7b", fields=dict(method="lora", precision="bf16", micro_batch=16, grad_accum=1,
                                                   seq_len=1024), vary="alloc", values=["default", "expandable"]),
-    # Two seed plans (benchmarks/seed_scenarios/run.py's 1b-full-ho9 and 1b-qlora-ho10) run as written
+    # Two seed plans (benchmarks/seed_scenarios/scenarios.py's 1b-full-ho9 and 1b-qlora-ho10) run as written
     # (pick "seed": no fit), default allocator against expandable segments.
     "1b-z3-alloc": dict(shape="1b", fields=dict(method="full", precision="bf16", stage=3, kernels="none", micro_batch=8,
                                                 grad_accum=2, seq_len=1024, grad_ckpt=True),

@@ -30,7 +30,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.seed_scenarios.run import SHAPES, _versions, build_model, write_data
+from benchmarks.seed_scenarios.data import write_data
+from benchmarks.seed_scenarios.models import build_model
+from benchmarks.seed_scenarios.run import _versions
+from benchmarks.seed_scenarios.shapes import SHAPES
 
 
 def _cli(*args: str, env: dict, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -115,7 +118,7 @@ def main() -> int:
     ap.add_argument("--models-dir", type=Path, default=None)
     ap.add_argument("--import-times", action="store_true")
     ap.add_argument("--dry-run", action="store_true")
-    ap.add_argument("--shape", default=None, help="a shape of benchmarks/seed_scenarios/run.py, or cpu-200m")
+    ap.add_argument("--shape", default=None, help="a shape of benchmarks/seed_scenarios/shapes.py, or cpu-200m")
     ap.add_argument("--drop-caches", action="store_true", help="drop the page cache before each start (root)")
     ap.add_argument("--prefetch", choices=("on", "off", "both"), default="on")
     ap.add_argument("--spare", choices=("on", "off", "both"), default="off",

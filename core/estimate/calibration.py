@@ -73,7 +73,7 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: (margin.step_moment_term): the rows whose step is the peak no longer hold the gradient share and the
 #: base up. Before: 0.1 GiB / 0.35 / 0 / 1.0 / 0.75, first-step share 0.4.
 #: Refitted once more (2026-12-04, ninth session) when the seed rows were estimated for the micro-batch
-#: width that ran (benchmarks/seed_scenarios/run.py's ran_seq_len: 4,096-token plans ran rows of about
+#: width that ran (benchmarks/seed_scenarios/data.py's ran_seq_len: 4,096-token plans ran rows of about
 #: 3,650 tokens, their micro-batches at most 3,720 wide): 7b-lora-ho6 (ZeRO-3, one row a micro-batch)
 #: then came out 3.0% short, and the base came back. Before: 0 / 0.35 / 0 / 1.0 / 0.5, first-step share 0.55.
 #: Refitted (2026-12-04, tenth session) on 165 rows, with nine more worker runs (six plans at their true

@@ -53,7 +53,7 @@ def test_allocated_bytes_within_2pct_on_every_seed_row(rows):
     no recompute, 2 x 2,048 tokens) allocated 0.77 GiB (3.0%) more than predicted, its total within the
     target, and again to the byte when run again (seed-scenarios-eager-a);
     1b-full-ho15 (ZeRO-3, weights on the CPU, Liger, 4 x 4,096 tokens) 0.62 GiB (7.1%) less, until the
-    ninth session found its rows were about 3,650 tokens, not 4,096 (benchmarks/seed_scenarios/run.py's
+    ninth session found its rows were about 3,650 tokens, not 4,096 (benchmarks/seed_scenarios/data.py's
     ran_seq_len): estimated for the width that ran, it is within 2%. A third,
     held out for the first-step share (2026-12-03, sixth session), like ho13 without recompute at 2 x
     2,048 tokens a micro-batch and 4 a step: 1b-full-ho24 (bf16 ZeRO-1, Liger) allocated 0.98 GiB (4.2%)

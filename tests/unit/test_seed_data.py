@@ -1,5 +1,5 @@
-"""The seed scenarios' data (benchmarks/seed_scenarios/run.py) and the micro-batch width the estimator's
-rows are estimated for (run.py's ran_seq_len). Until the ninth session the
+"""The seed scenarios' data (benchmarks/seed_scenarios/data.py) and the micro-batch width the estimator's
+rows are estimated for (data.py's ran_seq_len). Until the ninth session the
 harness wrote rows of about 3,650 tokens, so its 4,096-token plans ran narrower micro-batches than they
 named, and their estimates were judged for tokens that never ran."""
 from __future__ import annotations
@@ -10,13 +10,8 @@ from places import REPO
 
 sys.path.insert(0, str(REPO))
 
-from benchmarks.seed_scenarios.run import (  # noqa: E402
-    LEGACY_WORDS,
-    SCENARIOS,
-    ran_seq_len,
-    row_lengths,
-    write_data,
-)
+from benchmarks.seed_scenarios.data import LEGACY_WORDS, ran_seq_len, row_lengths, write_data  # noqa: E402
+from benchmarks.seed_scenarios.scenarios import SCENARIOS  # noqa: E402
 
 
 def test_every_row_fills_the_longest_scenario_sequence(tmp_path):
