@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from benchmarks.throughput.shapes import SHAPES as _THROUGHPUT
+
 
 SHAPES: dict[str, dict[str, Any]] = {
     # Llama-2's published architectures (config.json of meta-llama/Llama-2-{7,13}b-hf).
@@ -13,14 +15,12 @@ SHAPES: dict[str, dict[str, Any]] = {
     "13b": dict(vocab_size=32000, hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                 num_attention_heads=40, num_key_value_heads=40, max_position_embeddings=4096,
                 rms_norm_eps=1e-5, tie_word_embeddings=False),
-    # TinyLlama-1.1B's architecture (its config.json), the 1.1B full fine-tune of benchmarks/speed.
     # Llama-3.2-3B's architecture (its config.json): tied 128,256-word embeddings, grouped-query attention.
     "3b": dict(vocab_size=128256, hidden_size=3072, intermediate_size=8192, num_hidden_layers=28,
                num_attention_heads=24, num_key_value_heads=8, max_position_embeddings=131072,
                rms_norm_eps=1e-5, tie_word_embeddings=True, rope_theta=500000.0),
-    "1b": dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
-               num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
-               rms_norm_eps=1e-5, tie_word_embeddings=False),
+    # TinyLlama-1.1B's architecture, the 1.1B full fine-tune of benchmarks/speed and benchmarks/throughput.
+    "1b": dict(_THROUGHPUT["1.1b"]),
     # Qwen2.5-1.5B's architecture (its config.json): no Llama shape has its tied 151,936-word embeddings
     # or its biased q/k/v projections (held out of the estimator's fit, 2026-12-03, fifth session).
     "q1.5b": dict(model_type="qwen2", vocab_size=151936, hidden_size=1536, intermediate_size=8960,
@@ -47,9 +47,8 @@ SHAPES: dict[str, dict[str, Any]] = {
     "0.1b": dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
                  num_attention_heads=12, num_key_value_heads=12, max_position_embeddings=2048,
                  rms_norm_eps=1e-5, tie_word_embeddings=False),
-    "tiny": dict(vocab_size=1024, hidden_size=128, intermediate_size=352, num_hidden_layers=4,
-                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-                 rms_norm_eps=1e-5, tie_word_embeddings=False),
+    # zerotui's built-in tiny model's shape: the harness's CPU dry run.
+    "tiny": dict(_THROUGHPUT["tiny"]),
 }
 # Llama-2-7B's width with 8 of its 32 layers (the sweeps' llama-7b-l8)
 SHAPES["7b-l8"] = {**SHAPES["7b"], "num_hidden_layers": 8}
