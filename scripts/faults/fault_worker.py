@@ -14,7 +14,8 @@ injected from outside the product code. Used by ``scripts/faults/numerical.py`` 
 
 ``ZEROTUI_FAULT_WRITE`` acts on checkpoint files written in the background (on the writer thread only):
 ``slow:SECONDS`` sleeps that long before each file (a slow disk: the window in which a kill or a stop
-meets a write in flight), ``enospc`` fails each with ENOSPC (a disk that filled during the write). The
+meets a write in flight); ``slow:SECONDS@STEPS`` also holds a checkpoint's first file until training has
+taken STEPS more optimizer steps (at most 120 s), ``enospc`` fails each with ENOSPC (a disk that filled during the write). The
 host-RAM margin a snapshot leaves (``background_save.MARGIN_BYTES``) is set to 0, so every file goes to
 the thread unless the host has no room at all. ``noroom`` makes the margin larger than any host, so every
 file is written at once on the training thread (a host short of free RAM).
@@ -58,17 +59,30 @@ def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
 
     kind, _, arg = spec.partition(":")
     if kind not in ("slow", "enospc", "noroom"):
-        raise SystemExit(f"fault_worker: bad ZEROTUI_FAULT_WRITE {spec!r} (slow:SECONDS, enospc or noroom)")
+        raise SystemExit(f"fault_worker: bad ZEROTUI_FAULT_WRITE {spec!r} (slow:SECONDS[@STEPS], enospc or noroom)")
     if kind == "noroom":  # a host whose free RAM cannot hold any snapshot: every file written at once
         background_save.MARGIN_BYTES = 1 << 62
         log("background checkpoint writes: no host RAM for a snapshot")
         return
+    seconds, _, behind = arg.partition("@")
+    if kind == "slow" and behind:
+        steps_made = _count_steps()
     original = background_save.write_file
+    held: set[str] = set()
 
     def write_file(obj: Any, path: str) -> None:
         if threading.current_thread().name == "zerotui-checkpoint-writer":
             if kind == "slow":
-                time.sleep(float(arg or 5))
+                folder = os.path.dirname(path)
+                if behind and folder not in held:
+                    # A checkpoint's first file waits for training to take more steps: proof that training
+                    # goes on while a write is in flight, however slow the machine (bounded: a loop that
+                    # waited for the write would fail its test, not hang it).
+                    held.add(folder)
+                    start, deadline = steps_made[0], time.monotonic() + 120
+                    while steps_made[0] < start + int(behind) and time.monotonic() < deadline:
+                        time.sleep(0.05)
+                time.sleep(float(seconds or 5))
             else:
                 raise OSError(errno.ENOSPC, "No space left on device", path)
         original(obj, path)
@@ -79,6 +93,22 @@ def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
     # product's 2 GiB free, and the checkpoint was then written in the foreground (the test's premise gone).
     background_save.MARGIN_BYTES = 0
     log(f"background checkpoint writes: {spec} (no host-RAM margin)")
+
+
+def _count_steps() -> list[int]:
+    """The optimizer steps the engine has taken, kept current in a one-item list the writer thread reads."""
+    from deepspeed.runtime.engine import DeepSpeedEngine
+
+    made = [0]
+    original = DeepSpeedEngine.step
+
+    def step(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, *args, **kwargs)
+        made[0] = int(self.global_steps)
+        return out
+
+    DeepSpeedEngine.step = step
+    return made
 
 
 def install(faults: list[tuple[str, int, float]], fp16: bool, log: Callable[[str], None]) -> None:
