@@ -15,10 +15,10 @@ injected from outside the product code. Used by ``scripts/faults/numerical.py`` 
 ``ZEROTUI_FAULT_WRITE`` acts on checkpoint files written in the background (on the writer thread only):
 ``slow:SECONDS`` sleeps that long before each file (a slow disk: the window in which a kill or a stop
 meets a write in flight); ``slow:SECONDS@STEPS`` also holds a checkpoint's first file until training has
-taken STEPS more optimizer steps (at most 120 s), ``enospc`` fails each with ENOSPC (a disk that filled during the write). The
-host-RAM margin a snapshot leaves (``background_save.MARGIN_BYTES``) is set to 0, so every file goes to
-the thread unless the host has no room at all. ``noroom`` makes the margin larger than any host, so every
-file is written at once on the training thread (a host short of free RAM).
+taken STEPS more optimizer steps (at most 120 s); ``enospc`` fails each with ENOSPC (a disk that filled
+during the write). With these, the host-RAM margin a snapshot leaves (``background_save.MARGIN_BYTES``) is
+set to 0, so every file goes to the thread unless the host has no room at all. ``noroom`` makes the margin
+larger than any host, so every file is written at once on the training thread (a host short of free RAM).
 
 ``ZEROTUI_FAULT_FP16=1`` lets DeepSpeed build fp16 training on this CPU: its CPU accelerator answers
 ``is_fp16_supported() -> False`` unless oneDNN has fp16 kernels (``accelerator/cpu_accelerator.py``), and
@@ -90,7 +90,7 @@ def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
     background_save.write_file = write_file
     # The write under test must go to the thread. Without a margin, only a host with no room at all for
     # the tiny model's copy writes it at once: neighbouring tests on a CI box can leave less than the
-    # product's 2 GiB free, and the checkpoint was then written in the foreground (the test's premise gone).
+    # product's 2 GiB free, and the checkpoint is then written in the foreground (the test's premise gone).
     background_save.MARGIN_BYTES = 0
     log(f"background checkpoint writes: {spec} (no host-RAM margin)")
 
