@@ -65,6 +65,9 @@ def install_write_fault(spec: str, log: Callable[[str], None]) -> None:
         log("background checkpoint writes: no host RAM for a snapshot")
         return
     seconds, _, behind = arg.partition("@")
+    if kind == "slow" and not all(x.replace(".", "", 1).isdigit() for x in filter(None, (seconds, behind))) \
+            or "." in behind:
+        raise SystemExit(f"fault_worker: bad ZEROTUI_FAULT_WRITE {spec!r} (slow:SECONDS[@STEPS])")
     if kind == "slow" and behind:
         steps_made = _count_steps()
     original = background_save.write_file
