@@ -4,11 +4,14 @@
 
 Replays the trace: allocated and reserved over time, each time the pool grew (how much, what was
 allocated then, and the allocation that made it grow, by its innermost frames outside torch), the live
-blocks at the peak of allocated and at the peak of reserved, and the free space at the end.
+blocks at the peak of allocated and at the peak of reserved, the holes at the peak of allocated (free
+pages inside the pool, by the allocation that last held them: what the margin in core/estimate/margin.py
+models), and the free space at the end.
 """
 from __future__ import annotations
 
 import argparse
+import bisect
 import pickle
 from collections import Counter
 
@@ -57,6 +60,87 @@ def replay(events: list) -> dict:
             "live_at_peak_alloc": snap_alloc, "live_at_peak_res": snap_res, "end_alloc": alloc, "end_res": reserved}
 
 
+def holes_at(events: list, stop: int, least: int = 2**20) -> list[tuple[int, int]]:
+    """The free ranges of at least ``least`` bytes inside the pool right after event ``stop``: what the pool
+    maps (segments, or an expandable segment's mapped pages) less the live blocks."""
+    mapped: dict[int, int] = {}
+    live: dict[int, int] = {}
+    for e in events[:stop + 1]:
+        a = e["action"]
+        if a in ("segment_alloc", "segment_map"):
+            mapped[e["addr"]] = e["size"]
+        elif a in ("segment_free", "segment_unmap"):
+            _unmap(mapped, e["addr"], e["size"])
+        elif a == "alloc":
+            live[e["addr"]] = e["size"]
+        elif a == "free_completed":
+            live.pop(e["addr"], None)
+    holes = []
+    used = sorted(live.items())
+    for start, size in sorted(_merge(mapped)):
+        pos, end = start, start + size
+        for addr, n in used:  # sorted: the live blocks inside this range, in order
+            if addr + n <= pos or addr >= end:
+                continue
+            if addr > pos:
+                holes.append((pos, addr - pos))
+            pos = max(pos, addr + n)
+        if end > pos:
+            holes.append((pos, end - pos))
+    return [(a, n) for a, n in holes if n >= least]
+
+
+def _unmap(mapped: dict[int, int], addr: int, size: int) -> None:
+    """Take [addr, addr + size) out of the mapped ranges (an unmap may cover part of what one map added)."""
+    for start, n in list(mapped.items()):
+        lo, hi = max(start, addr), min(start + n, addr + size)
+        if lo >= hi:
+            continue
+        del mapped[start]
+        if start < lo:
+            mapped[start] = lo - start
+        if hi < start + n:
+            mapped[hi] = start + n - hi
+
+
+def _merge(mapped: dict[int, int]) -> list[tuple[int, int]]:
+    out: list[list[int]] = []
+    for start, n in sorted(mapped.items()):
+        if out and out[-1][0] + out[-1][1] == start:
+            out[-1][1] += n
+        else:
+            out.append([start, n])
+    return [(a, n) for a, n in out]
+
+
+def last_holders(events: list, stop: int, holes: list[tuple[int, int]]) -> Counter:
+    """The holes' bytes by where the block that last held them was allocated (one walk back from ``stop``
+    over every hole at once); "never held" for pages mapped and not used since."""
+    by_site: Counter = Counter()
+    left = sorted((a, a + n) for a, n in holes)  # disjoint, sorted: what no freed block has claimed yet
+    for e in reversed(events[:stop + 1]):
+        if not left:
+            break
+        if e["action"] != "free_completed":
+            continue
+        lo_e, hi_e = e["addr"], e["addr"] + e["size"]
+        i = max(0, bisect.bisect_right(left, (lo_e, float("inf"))) - 1)
+        j = i
+        while j < len(left) and left[j][0] < hi_e:
+            j += 1
+        rest = []
+        for lo, hi in left[i:j]:
+            a, b = max(lo, lo_e), min(hi, hi_e)
+            if a >= b:
+                rest.append((lo, hi))
+                continue
+            by_site[where(e.get("frames"), 2)] += b - a
+            rest += [r for r in ((lo, a), (b, hi)) if r[1] > r[0]]
+        left[i:j] = rest
+    by_site["never held"] += sum(hi - lo for lo, hi in left)
+    return by_site
+
+
 def table(live: dict, top: int) -> list[str]:
     by_site = Counter()
     count = Counter()
@@ -91,6 +175,12 @@ def main() -> int:
         print("\n".join(table(r["live_at_peak_alloc"], a.top)))
         print("live at the peak of reserved:")
         print("\n".join(table(r["live_at_peak_res"], a.top)))
+        holes = holes_at(events, r["peak_alloc"][1])
+        print(f"holes at the peak of allocated (free ranges of 1 MiB or more inside the pool): {len(holes)}, "
+              f"{sum(n for _, n in holes) / GIB:.3f} GiB, the largest {max((n for _, n in holes), default=0) / GIB:.3f};"
+              " by the block that last held them:")
+        for k, v in last_holders(events, r["peak_alloc"][1], holes).most_common(a.top):
+            print(f"  {v / GIB:8.3f} GiB  {k}")
     segs = snap.get("segments", [])
     total = sum(s["total_size"] for s in segs)
     used = sum(s["allocated_size"] for s in segs)

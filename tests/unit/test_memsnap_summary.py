@@ -1,0 +1,42 @@
+"""The allocator-history summary's holes: free pages inside the pool at the peak of allocated, each put to
+the allocation that last held it (benchmarks/memsnap/summary.py), on a hand-made trace."""
+from benchmarks.memsnap.summary import holes_at, last_holders
+
+MIB = 2**20
+
+
+def _ev(action, addr, size, name="x.py"):
+    return {"action": action, "addr": addr, "size": size,
+            "frames": [{"filename": f"/w/{name}", "line": 1, "name": "f"}]}
+
+
+def test_a_freed_block_leaves_a_hole_named_after_it_and_unused_pages_are_never_held():
+    events = [
+        _ev("segment_map", 0, 100 * MIB),
+        _ev("alloc", 0, 40 * MIB, "acts.py"),
+        _ev("alloc", 40 * MIB, 30 * MIB, "loss.py"),
+        _ev("free_completed", 0, 40 * MIB, "acts.py"),
+        _ev("alloc", 0, 10 * MIB, "small.py"),
+    ]
+    holes = holes_at(events, len(events) - 1)
+    assert holes == [(10 * MIB, 30 * MIB), (70 * MIB, 30 * MIB)]
+    by = last_holders(events, len(events) - 1, holes)
+    assert by["/w/acts.py:1 f"] == 30 * MIB
+    assert by["never held"] == 30 * MIB
+
+
+def test_unmapped_pages_are_not_holes_and_the_latest_free_wins():
+    events = [
+        _ev("segment_map", 0, 64 * MIB),
+        _ev("alloc", 0, 32 * MIB, "old.py"),
+        _ev("free_completed", 0, 32 * MIB, "old.py"),
+        _ev("alloc", 0, 16 * MIB, "new.py"),
+        _ev("free_completed", 0, 16 * MIB, "new.py"),
+        _ev("alloc", 32 * MIB, 8 * MIB, "keep.py"),
+        _ev("segment_unmap", 48 * MIB, 16 * MIB),
+    ]
+    holes = holes_at(events, len(events) - 1)
+    assert holes == [(0, 32 * MIB), (40 * MIB, 8 * MIB)]
+    by = last_holders(events, len(events) - 1, holes)
+    assert by["/w/new.py:1 f"] == 16 * MIB and by["/w/old.py:1 f"] == 16 * MIB
+    assert by["never held"] == 8 * MIB
