@@ -400,6 +400,13 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                       grad_accum=1, seq_len=8192, grad_ckpt=True), "seed"),
     "2b-49k-full-ho93": ("2b-49k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=12,
                                         grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    # Held out from the previous micro-batch's gradient partition at ZeRO-2 (2026-12-06, twenty-ninth
+    # session; 1b-full-ho13's allocator history): two micro-batches a step, no recompute, loss blocks
+    # smaller than the partition, so the backward's first bucket, not the loss, sets the peak.
+    "7b-l8-full-ho94": ("7b-l8", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
+                                      grad_accum=2, seq_len=4096, grad_ckpt=False), "seed"),
+    "2b-49k-full-ho95": ("2b-49k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
+                                        grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -160,6 +160,14 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
             # history, memsnap-1b-ho24-2026-12-04.txt: 1.96 GiB of weight gradients and the 2.05 GiB
             # buffer live at the peak, 0.98 GiB above the step the estimate had as the peak).
             phases["grads"]["gradients (flat partition)"] = p * job.psit / job.N
+        elif job.stage == 2 and job.oo == "none" and grads_prev and plan.contiguous_gradients:
+            # ZeRO-2 with contiguous gradients: each backward's first bucket makes a fresh flat partition
+            # (stage_1_and_2.py copy_grads_in_partition, after _release_ipg_buffers dropped the last one)
+            # while the weights' .grad still view the previous micro-batch's, which goes only when every
+            # gradient has moved on. 1b-full-ho13's allocator history (2 x 4 x 2,048, no recompute;
+            # memsnap-1b-ho13-2026-12-06.txt): two 2.05 GiB partitions live beside the activations at the
+            # peak of allocated, 0.77 GiB above the loss's moment the estimate had as the peak.
+            phases["grads"]["gradients (previous micro-batch's partition)"] = grads
     recompute = (tokens * recompute_bytes_per_token(spec, p, attention, plan.seq_len, job.lora, zero3_linear,
                                                     liger=job.liger, masked=job.masked) if plan.grad_ckpt else 0.0)
     if plan.grad_ckpt:
