@@ -90,3 +90,21 @@ def test_zero1_with_accumulation_holds_its_flat_partition_beside_the_weights_gra
         other = _job(**{**dict(stage=1, micro_batch=2, grad_accum=4, grad_ckpt=False, kernels="auto"), **fields})
         p = gpu.peak(other, gpu.model_states(other))
         assert "gradients (flat partition)" not in p.parts, fields
+
+
+def test_zero2_with_accumulation_holds_the_previous_micro_batchs_partition_beside_the_new_one():
+    """1b-full-ho13's plan (bf16 ZeRO-2, 2 x 4 x 2,048, no recompute, no Liger): its allocator history had
+    two flat gradient partitions live at the backward's first bucket, the one the weights' .grad still view
+    and the one DeepSpeed makes afresh, 0.77 GiB above the loss's moment the estimate had as its peak."""
+    base = dict(stage=2, micro_batch=2, grad_accum=4, grad_ckpt=False, kernels="none")
+    job = _job(**base)
+    peak = gpu.peak(job, gpu.model_states(job))
+    assert peak.phase == "grads"
+    assert peak.parts["gradients (previous micro-batch's partition)"] == pytest.approx(2 * job.psit)
+    assert peak.allocated == pytest.approx(26.02 * GIB, rel=0.01)  # measured 26.02 GiB, three runs
+    # one micro-batch a step (the last step's partition went with the step), the optimizer on the CPU (its
+    # gradients go to the host), no contiguous buffer: no second partition
+    for fields in (dict(grad_accum=1), dict(offload_optimizer="cpu"), dict(contiguous_gradients=False)):
+        other = _job(**{**base, **fields})
+        p = gpu.peak(other, gpu.model_states(other))
+        assert "gradients (previous micro-batch's partition)" not in p.parts, fields
