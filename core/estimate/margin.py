@@ -249,7 +249,7 @@ def loss_hole_weighted(job) -> bool:
     if not job.expandable:
         return False
     if job.stage == 3:
-        return not job.plan.uses_adapters() and job.plan.precision == "bf16"
+        return job.plan.precision == "bf16"
     if job.plan.uses_adapters():
         return True
     return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
