@@ -241,9 +241,12 @@ def loss_hole_weighted(job) -> bool:
     b3-s3-mb4-ckpt and v-s3-mb2-s4096-ckpt as sweep 4 ran them) held 2.0-2.1 GiB beyond allocated where the
     loss term gave 4.1, the one hole ho56's allocator history shows at the peak being its freed 16-bit
     logits (memsnap-1b128k-ho56-2026-12-04.txt). bf16 ZeRO-3 adapters since 2026-12-07 (thirtieth session):
-    2b-49k-lora-ho91's history (memsnap-2b49k-ho91-2026-12-06.txt) holds the same hole at its peak, the
-    freed 0.75 GiB of 16-bit logits, and 0.3 GiB forward left: 1.12 GiB where the loss term at weight 1
-    gave 1.57 (+5.8% -> +2.0%; its sweep twin n-s3-lora-all-r32-mb4-ckpt +5.7% -> +1.9%). fp16 keeps the
+    they make no gradient store either (small gradients, copied into the partitions made at start), and
+    held less than the loss term at weight 1 as those full fine-tunes did: 2b-49k-lora-ho91 1.12 GiB beyond
+    allocated where it gave 1.57 (+5.8% -> +2.0%; its sweep twin n-s3-lora-all-r32-mb4-ckpt +5.7% -> +1.9%;
+    its allocator history, memsnap-2b49k-ho91-2026-12-06.txt, has the loss's fp32 blocks live at the peak
+    and the 1.06 GiB that was free before the loss as the pool's excess), b3-lora-s3-mb4 2.45 where it gave
+    4.11 (+3.0% -> +0.8%). fp16 keeps the
     weight 1, on the safe side: its ZeRO-3 adapter rows held more than their loss term (7b-lora-ho6 would
     go 3.5% short with the weight, 1b-lora-fp16-ovf-s3 3.6%; neither excess was traced), and its one full
     fine-tune with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own

@@ -215,7 +215,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # the excess is the estimator's, not the sweeps' harness's. ho90 is within (+0.4%) since its allocator
     # history showed the first step's copy served from the loss's freed blocks (margin.copy_in_loss_blocks)
     # ho91 is within (+2.0%) since bf16 ZeRO-3 adapters got the loss weight (margin.loss_hole_weighted,
-    # 2026-12-07): its allocator history holds the freed 16-bit logits at the peak, as ho56's did
+    # 2026-12-07): they make no gradient store in backward, as bf16 ZeRO-3 full fine-tunes do not
     assert over == ["3b-full-fit80 (cards-f)", "3b-full-ho84 (caprel3-h100)"], over
     # the two ZeRO-2 plans held out from that rule, written down before they ran on an H100
     # (estimator-loss-room-step-predictions-2026-12-06.txt): +0.4% and +1.0%, where the estimator before it
