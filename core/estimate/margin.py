@@ -246,7 +246,8 @@ def loss_hole_weighted(job) -> bool:
     allocated where it gave 1.57 (+5.8% -> +2.0%; its sweep twin n-s3-lora-all-r32-mb4-ckpt +5.7% -> +1.9%;
     its allocator history, memsnap-2b49k-ho91-2026-12-06.txt, has the loss's fp32 blocks live at the peak
     and the 1.06 GiB that was free before the loss as the pool's excess), b3-lora-s3-mb4 2.45 where it gave
-    4.11 (+3.0% -> +0.8%). fp16 keeps the
+    4.11 (+3.0% -> +0.8%); every such row ran rows of at most 2,048 tokens, and longer ones keep the weight
+    1 (calibration.py's ZERO3_LONG_SEQUENCE_TOKENS). fp16 keeps the
     weight 1, on the safe side: its ZeRO-3 adapter rows held more than their loss term (7b-lora-ho6 would
     go 3.5% short with the weight, 1b-lora-fp16-ovf-s3 3.6%; neither excess was traced), and its one full
     fine-tune with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own
@@ -256,7 +257,10 @@ def loss_hole_weighted(job) -> bool:
     if not job.expandable:
         return False
     if job.stage == 3:
-        return job.plan.precision == "bf16"
+        # adapters only as far as measured: 7b-lora-ho6 (about 3,650 tokens a row) held twice its loss
+        # term for reasons not traced, so longer rows keep the weight 1 whatever their precision
+        return job.plan.precision == "bf16" and (not job.plan.uses_adapters()
+                                                 or job.plan.seq_len <= cal.ZERO3_LONG_SEQUENCE_TOKENS)
     if job.plan.uses_adapters():
         return True
     return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
