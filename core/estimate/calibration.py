@@ -142,8 +142,7 @@ EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: the optimizer on the CPU), came out -0.4% and -0.4% (+5.0% with the weight 1).
 #: (benchmarks/estimator/crossval_loss_weight.py, benchmarks/results/estimator-loss-weight-2026-12-04.txt,
 #: docs/estimator.md). Why a gradient store makes the loss's holes larger was not traced in an allocator
-#: history. At ZeRO-3 it applies in bf16 (full fine-tunes since 2026-12-06, adapters since 2026-12-07:
-#: margin.loss_hole_weighted); fp16 at ZeRO-3 and the default allocator keep the weight 1.
+#: history. ZeRO-3 and the default allocator keep the weight 1.
 EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT = 0.7
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, one row a micro-batch planned at 4,096

@@ -240,27 +240,16 @@ def loss_hole_weighted(job) -> bool:
     (twenty-second session): the 128k vocabulary's ZeRO-3 recompute plans (ho56, ho57, and the sweeps'
     b3-s3-mb4-ckpt and v-s3-mb2-s4096-ckpt as sweep 4 ran them) held 2.0-2.1 GiB beyond allocated where the
     loss term gave 4.1, the one hole ho56's allocator history shows at the peak being its freed 16-bit
-    logits (memsnap-1b128k-ho56-2026-12-04.txt). bf16 ZeRO-3 adapters since 2026-12-07 (thirtieth session):
-    they make no gradient store either (small gradients, copied into the partitions made at start), and
-    held less than the loss term at weight 1 as those full fine-tunes did: 2b-49k-lora-ho91 1.12 GiB beyond
-    allocated where it gave 1.57 (+5.8% -> +2.0%; its sweep twin n-s3-lora-all-r32-mb4-ckpt +5.7% -> +1.9%;
-    its allocator history, memsnap-2b49k-ho91-2026-12-06.txt, has the loss's fp32 blocks live at the peak
-    and the 1.06 GiB that was free before the loss as the pool's excess), b3-lora-s3-mb4 2.45 where it gave
-    4.11 (+3.0% -> +0.8%); every such row ran rows of at most 2,048 tokens, and longer ones keep the weight
-    1 (calibration.py's ZERO3_LONG_SEQUENCE_TOKENS). fp16 keeps the
-    weight 1, on the safe side: its ZeRO-3 adapter rows held more than their loss term (7b-lora-ho6 would
-    go 3.5% short with the weight, 1b-lora-fp16-ovf-s3 3.6%; neither excess was traced), and its one full
-    fine-tune with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own
+    logits (memsnap-1b128k-ho56-2026-12-04.txt). Two kinds keep the weight 1, on the safe side: ZeRO-3
+    adapters (7b-lora-ho6 would go 3.5% short with it; its excess was not traced), and fp16, whose one row
+    with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own
     overflow check, which copies the whole gradient partition at each step on the reduce stream, where
     zerotui's worker runs core/train/overflow_check.py; the worker's three fp16 ZeRO-3 full fine-tunes are
     within the band with the weight or without it (-1.9% ... +1.0%, -0.7% ... +2.0%)."""
     if not job.expandable:
         return False
     if job.stage == 3:
-        # adapters only as far as measured: 7b-lora-ho6 (about 3,650 tokens a row) held twice its loss
-        # term for reasons not traced, so longer rows keep the weight 1 whatever their precision
-        return job.plan.precision == "bf16" and (not job.plan.uses_adapters()
-                                                 or job.plan.seq_len <= cal.ZERO3_LONG_SEQUENCE_TOKENS)
+        return not job.plan.uses_adapters() and job.plan.precision == "bf16"
     if job.plan.uses_adapters():
         return True
     return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)

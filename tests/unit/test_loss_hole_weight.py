@@ -30,8 +30,6 @@ def _peak(env=None, **fields):
     # full fine-tunes whose gradients DeepSpeed copies to the host as backward reduces them
     dict(method="full", offload_optimizer="cpu"),
     dict(method="full", stage=1, offload_optimizer="cpu"),  # one micro-batch a step, overlap_comm
-    # bf16 ZeRO-3 adapters: no gradient store either (2b-49k-lora-ho91 held 0.71 of its loss bytes)
-    dict(stage=3), dict(stage=3, method="qlora"),
 ])
 def test_plans_without_a_gradient_store_count_a_share_of_the_loss_bytes(fields):
     job, peak = _peak(**fields)
@@ -46,8 +44,7 @@ def test_plans_without_a_gradient_store_count_a_share_of_the_loss_bytes(fields):
     (dict(method="full"), None),          # full fine-tunes: the rows the share was fitted on
     (dict(method="full", offload_optimizer="cpu", stage=1, grad_accum=2), None),  # ZeRO-1 accumulates them
     (dict(method="full", offload_optimizer="cpu", stage=1, overlap_comm=False), None),  # reduced after backward
-    (dict(stage=3, precision="fp16"), None),  # fp16 ZeRO-3 adapters held more (7b-lora-ho6, 1b-lora-fp16-ovf-s3)
-    (dict(stage=3, micro_batch=2, seq_len=4096), None),  # bf16 ZeRO-3 adapters past the 2,048 tokens a row measured
+    (dict(stage=3), None),                # ZeRO-3 adapters: their gathers, rows not in the set
     (dict(), DEFAULT_ALLOCATOR),          # the default allocator's rows were not looked at
 ])
 def test_elsewhere_the_loss_counts_whole(fields, env):
