@@ -407,9 +407,9 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                       grad_accum=2, seq_len=4096, grad_ckpt=False), "seed"),
     "2b-49k-full-ho95": ("2b-49k", dict(method="full", precision="bf16", stage=2, kernels="none", micro_batch=2,
                                         grad_accum=2, seq_len=2048, grad_ckpt=False), "seed"),
-    # Held out from the adapters' loss weight at ZeRO-3 in bf16 (2026-12-07, thirtieth session; ho91's
-    # allocator history: the hole at its peak is the freed 16-bit logits, as in bf16 full fine-tunes at
-    # ZeRO-3): new bf16 ZeRO-3 adapter plans on the 128k vocabulary, where the loss is most of the margin.
+    # Held out from a loss weight for bf16 ZeRO-3 adapters, as bf16 ZeRO-3 full fine-tunes have (2026-12-07,
+    # thirtieth session): new bf16 ZeRO-3 adapter plans on the 128k vocabulary, where the loss is most of
+    # the margin. ho97 came out 3.7% short with the weight, so it was not adopted (docs/estimator-log.md).
     "1b128k-lora-s3-ho96": ("1b128k", dict(method="lora", precision="bf16", stage=3, kernels="none", micro_batch=4,
                                            grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
     "3b-qlora-s3-ho97": ("3b", dict(method="qlora", precision="bf16", stage=3, kernels="none",
