@@ -24,6 +24,7 @@ import numpy as np
 
 from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate.margin import (
+    FREED_LOGITS,
     copy_in_loss_blocks,
     fp16_offload_guard,
     offload_norm_block,
@@ -87,6 +88,7 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
             "fixed": np.array([fp16_offload_guard(r["job"]) + offload_norm_block(r["job"]) for r in rows]),
             # margin.loss_room: the free region the loss's blocks are served from, off the loss's holes
             "loss_room": np.array([r["margin_sources"].get("loss room", 0.0) for r in rows]),
+            "freed_logits": np.array([r["margin_sources"].get(FREED_LOGITS, 0.0) for r in rows]),
             "measured": np.array([measured_total(r) for r in rows], dtype=float),
             # margin.step_moment_term: the step's moment (its allocation plus the hole), NaN where it has none,
             # and whether the step is the peak of allocation (then that moment alone sets reserved)
@@ -118,7 +120,8 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     c = np.atleast_2d(consts)
     f = d["feats"]
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
-    full, loss = share("loss"), np.maximum(share("loss") - d["loss_room"], 0.0)
+    full = share("loss") + d["freed_logits"]  # margin.freed_logits: held as they are, no share
+    loss = np.maximum(full - d["loss_room"], 0.0)
     loss_gather = np.maximum(loss, share("gather")) if overlap else loss + share("gather")
     # margin.loss_room_used: what the room took off goes back into the first step's holes
     returned = (np.maximum(full, share("gather")) if overlap else full + share("gather")) - loss_gather

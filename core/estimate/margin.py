@@ -143,7 +143,7 @@ def loss_room_used(src: dict[str, float], expandable: bool) -> float:
     """What ``loss_room`` took off the margin's loss and gather terms. It goes back into the first step's
     holes (``room_holes``): the region is free again when the optimizer step runs."""
     _, loss, _, gather, _, _ = shares(expandable)
-    full, g = loss * src["loss"], gather * src["gather"]
+    full, g = loss * src["loss"] + src.get(FREED_LOGITS, 0.0), gather * src["gather"]
     return max(full, g) - max(max(0.0, full - src.get("loss room", 0.0)), g)
 
 
@@ -202,9 +202,34 @@ def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recomp
     loss's are weighted by ``loss_hole_weight``. Not a feature: "loss room", the free region the loss's
     blocks are served from (``loss_room``)."""
     gathered = g.get("stage-3 working set", 0.0)
-    loss = (lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]) * loss_hole_weight(job)
+    freed = freed_logits(job)
+    loss = 0.0 if freed else (
+        (lg["forward_peak"] - lg["kept"] if job.fused_ce else lg["backward_peak"]) * loss_hole_weight(job))
     return {"loss": loss, "recompute": recompute, "gather": gathered, "gradients": gradient_churn(job, grads),
-            "first step": first_step_bytes(job, lg, step_transient, gathered), "loss room": loss_room(job, lg)}
+            "first step": first_step_bytes(job, lg, step_transient, gathered), "loss room": loss_room(job, lg),
+            FREED_LOGITS: freed}
+
+
+#: The source ``freed_logits`` fills: bytes, held as they are (no fitted share).
+FREED_LOGITS = "freed 16-bit logits"
+
+
+def freed_logits(job) -> float:
+    """ZeRO-3 adapters with expandable segments: the loss's holes are the 16-bit logits, once per
+    micro-batch a step up to two, in place of the share of the loss's fp32 bytes the other plans get.
+    Their allocator histories (2026-12-07, thirty-first session; memsnap-z3-adapters-2026-12-07.txt) show
+    the fp32 blocks (the upcast, its log-softmax, their gradients) live at the peak of allocated and the
+    largest hole the head's 16-bit output, freed once the loss has upcast it: 1.957 of 2.111 GiB of holes
+    (1b128k-lora-s3-ho96), 0.979 of 1.126 (3b-qlora-s3-ho97), 0.750 of 1.071 (2b-49k-lora-ho91), 0.488 of
+    0.655 (1b-lora-fp16-ovf-s3). Those traces end in the first micro-batch's backward. Over whole runs the
+    plans with one micro-batch a step held what the trace shows, and those with two or more held about a
+    second such hole: ho97 2.11 GiB and the 1.1B fp16 pair 1.11-1.19, the four 7B and 13B seed plans with
+    eight micro-batches 0.43-0.50 (two holes of 0.12 and the same 0.13-0.25 GiB beyond them as the others),
+    not eight. Not with fused cross-entropy (no full logits) or fp32 (no upcast)."""
+    if not (job.expandable and job.stage == 3 and job.plan.uses_adapters() and job.p == 2 and not job.fused_ce):
+        return 0.0
+    logits = job.plan.micro_batch * job.plan.seq_len * job.spec.vocab_size * job.p
+    return min(job.plan.grad_accum, 2) * float(logits)
 
 
 def gradient_churn(job, grads: float) -> float:
@@ -287,7 +312,8 @@ def combine(src: dict[str, float], base: float, loss: float, recompute: float, g
     """The margin's parts (their sum is the margin) from the sources and the shares. The gathers add
     only what their holes exceed the loss's (module docstring); the loss's holes less the room its
     blocks are served from (``loss_room``)."""
-    loss_b, gather_b = max(0.0, loss * src["loss"] - src.get("loss room", 0.0)), gather * src["gather"]
+    held = loss * src["loss"] + src.get(FREED_LOGITS, 0.0)
+    loss_b, gather_b = max(0.0, held - src.get("loss room", 0.0)), gather * src["gather"]
     return {"base": base, "loss": loss_b, "recompute": recompute * src["recompute"],
             "gather": max(0.0, gather_b - loss_b), "gradients": gradients * src["gradients"],
             "first step": first_step * src["first step"]}
