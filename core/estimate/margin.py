@@ -8,6 +8,7 @@ them is memory that is freed and asked for again at other sizes. The margin is a
     base        the small-block pool, 2 MiB rounding and one-off workspaces of a process
     loss        the loss's fp32 blocks (4 bytes per logit each, or Liger's chunk blocks): few, huge, and
                 freed while activations of other sizes are still live, so they cut the cache
+                (ZeRO-3 adapters: the 16-bit logits the loss upcast and freed, ``freed_logits``)
     recompute   with checkpointing, each layer's activations and gradients are rebuilt in backward into
                 whatever the freed blocks of the layer before left
     gather      ZeRO-3: each layer's weights are gathered into fresh blocks (from the CPU or peers)
@@ -225,7 +226,10 @@ def freed_logits(job) -> float:
     plans with one micro-batch a step held what the trace shows, and those with two or more held about a
     second such hole: ho97 2.11 GiB and the 1.1B fp16 pair 1.11-1.19, the four 7B and 13B seed plans with
     eight micro-batches 0.43-0.50 (two holes of 0.12 and the same 0.13-0.25 GiB beyond them as the others),
-    not eight. Not with fused cross-entropy (no full logits) or fp32 (no upcast)."""
+    not eight. Not with fused cross-entropy (no full logits) or fp32 (no upcast). The fifth history,
+    7b-lora-ho6 (the optimizer on the CPU, one row of 4,096 tokens a micro-batch), held 0.53 GiB of holes
+    that DeepSpeed's partitioning left at initialisation beside its logits' 0.24; that source is not
+    modelled (with the refit's 0.1 GiB base the row is 2.8% short)."""
     if not (job.expandable and job.stage == 3 and job.plan.uses_adapters() and job.p == 2 and not job.fused_ce):
         return 0.0
     logits = job.plan.micro_batch * job.plan.seq_len * job.spec.vocab_size * job.p
@@ -265,8 +269,9 @@ def loss_hole_weighted(job) -> bool:
     (twenty-second session): the 128k vocabulary's ZeRO-3 recompute plans (ho56, ho57, and the sweeps'
     b3-s3-mb4-ckpt and v-s3-mb2-s4096-ckpt as sweep 4 ran them) held 2.0-2.1 GiB beyond allocated where the
     loss term gave 4.1, the one hole ho56's allocator history shows at the peak being its freed 16-bit
-    logits (memsnap-1b128k-ho56-2026-12-04.txt). Two kinds keep the weight 1, on the safe side: ZeRO-3
-    adapters (7b-lora-ho6 would go 3.5% short with it; its excess was not traced), and fp16, whose one row
+    logits (memsnap-1b128k-ho56-2026-12-04.txt). ZeRO-3 adapters in 16 bits count their freed 16-bit
+    logits instead (``freed_logits``); in fp32 they keep the weight 1. fp16 full fine-tunes keep it too, on
+    the safe side: their one row
     with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own
     overflow check, which copies the whole gradient partition at each step on the reduce stream, where
     zerotui's worker runs core/train/overflow_check.py; the worker's three fp16 ZeRO-3 full fine-tunes are
