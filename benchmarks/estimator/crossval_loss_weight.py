@@ -4,7 +4,7 @@ EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT) chosen and judged.
     python -m benchmarks.estimator.crossval_loss_weight            # ~2 min
     python -m benchmarks.estimator.crossval_loss_weight --refit    # also refits the shares per weight (~1 min each)
 
-For each candidate weight the loss bytes of the rows it applies to (margin.loss_hole_weighted: adapters
+For each candidate weight the loss bytes of the rows it applies to (loss_holes.loss_hole_weighted: adapters
 at ZeRO stages 0-2, and full fine-tunes at ZeRO-1/2 whose offloaded optimizer takes each gradient off the
 GPU as it comes; expandable segments) are scaled, and the rows scored as fit_margin.py scores them. The
 two sets are scored together and apart (the weight was chosen on adapters, 2026-12-04, tenth session, and
@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.margin import loss_hole_weighted
+from zerotui.core.estimate.loss_holes import loss_hole_weighted
 
 from benchmarks.estimator import fit_margin as fm
 from benchmarks.estimator.margin_rows import all_rows

@@ -120,7 +120,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     c = np.atleast_2d(consts)
     f = d["feats"]
     share = lambda k: np.outer(c[:, KEYS.index(k)], f[:, KEYS.index(k)])  # noqa: E731
-    full = share("loss") + d["freed_logits"]  # margin.freed_logits: held as they are, no share
+    full = share("loss") + d["freed_logits"]  # loss_holes.freed_logits: held as they are, no share
     loss = np.maximum(full - d["loss_room"], 0.0)
     loss_gather = np.maximum(loss, share("gather")) if overlap else loss + share("gather")
     # margin.loss_room_used: what the room took off goes back into the first step's holes

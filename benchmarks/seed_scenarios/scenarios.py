@@ -415,7 +415,7 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "3b-qlora-s3-ho97": ("3b", dict(method="qlora", precision="bf16", stage=3, kernels="none",
                                     lora_targets=ALL_LINEAR, micro_batch=2, grad_accum=2, seq_len=2048,
                                     grad_ckpt=True), "seed"),
-    # Held out from ZeRO-3 adapters' freed 16-bit logits (margin.freed_logits, 2026-12-07, thirty-first
+    # Held out from ZeRO-3 adapters' freed 16-bit logits (loss_holes.freed_logits, 2026-12-07, thirty-first
     # session): four micro-batches a step (the rule counts two holes, not four), a QLoRA plan with one
     # (one hole, where the fp32 loss share gave twice as much), and fp16 with one (no such row before).
     "1b128k-lora-s3-ga4-ho98": ("1b128k", dict(method="lora", precision="bf16", stage=3, kernels="none",

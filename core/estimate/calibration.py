@@ -86,7 +86,7 @@ FRAGMENTATION_FIRST_STEP_SHARE = 1.0
 #: base 0.1 -> 0 GiB, recompute 0.05 -> 0.1, the first-step share 0.5 -> 0.4.
 #: Before: 0.1 GiB / 0.35 / 0.05 / 1.0 / 0.5, share 0.5.
 #: Refitted (2026-12-07, thirty-first session) on 244 rows once ZeRO-3 adapters' loss holes became their
-#: freed 16-bit logits (margin.freed_logits): 7b-lora-ho6 came out 3.1% short with the shares above, and
+#: freed 16-bit logits (loss_holes.freed_logits): 7b-lora-ho6 came out 3.1% short with the shares above, and
 #: the base came back at 0.1 GiB with recompute 0.1 -> 0.05 (no row short, six over +5% where there were
 #: seven). Before: 0 / 0.35 / 0.1 / 1.0 / 0.75, share 0.5.
 EXPANDABLE_BASE_BYTES = int(0.1 * GIB)
@@ -120,7 +120,7 @@ EXPANDABLE_FIRST_STEP_ROOM_SHARE = 0.9
 #: left 10).
 EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: With expandable segments, the share of the loss's bytes that counts toward its holes where backward
-#: makes no large gradient store on the GPU (margin.loss_hole_weighted): adapters (LoRA, QLoRA) at ZeRO
+#: makes no large gradient store on the GPU (loss_holes.loss_hole_weighted): adapters (LoRA, QLoRA) at ZeRO
 #: stages 0-2, whose gradients are small, and full fine-tunes at ZeRO-1/2 with the optimizer offloaded
 #: where DeepSpeed copies each gradient to the host as backward reduces it and frees it (stage_1_and_2.py,
 #: copy_grads_in_partition: no grads_in_partition buffer with cpu_offload; job.offload_keeps_gradients
@@ -147,7 +147,7 @@ EXPANDABLE_FIRST_STEP_SHARE = 0.5
 #: (benchmarks/estimator/crossval_loss_weight.py, benchmarks/results/estimator-loss-weight-2026-12-04.txt,
 #: docs/estimator.md). Why a gradient store makes the loss's holes larger was not traced in an allocator
 #: history. ZeRO-3 full fine-tunes in fp16 and the default allocator keep the weight 1; ZeRO-3 adapters count
-#: their freed 16-bit logits instead (margin.freed_logits).
+#: their freed 16-bit logits instead (loss_holes.freed_logits).
 EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT = 0.7
 #: ZeRO-3 beyond this sequence length keeps at least this share of the allocation as margin. Set from
 #: one measured row (seed-scenarios-ho-c: 7B LoRA, fp16, ZeRO-3, one row a micro-batch planned at 4,096

@@ -8,7 +8,7 @@ them is memory that is freed and asked for again at other sizes. The margin is a
     base        the small-block pool, 2 MiB rounding and one-off workspaces of a process
     loss        the loss's fp32 blocks (4 bytes per logit each, or Liger's chunk blocks): few, huge, and
                 freed while activations of other sizes are still live, so they cut the cache
-                (ZeRO-3 adapters: the 16-bit logits the loss upcast and freed, ``freed_logits``)
+                (ZeRO-3 adapters: the 16-bit logits the loss upcast and freed, loss_holes.py's ``freed_logits``)
     recompute   with checkpointing, each layer's activations and gradients are rebuilt in backward into
                 whatever the freed blocks of the layer before left
     gather      ZeRO-3: each layer's weights are gathered into fresh blocks (from the CPU or peers)
@@ -92,7 +92,8 @@ see it), one fit per allocator; docs/estimator.md has both.
 from __future__ import annotations
 
 from zerotui.core.estimate import calibration as cal
-from zerotui.core.estimate.job import largest_trainable, offload_keeps_gradients
+from zerotui.core.estimate.job import largest_trainable
+from zerotui.core.estimate.loss_holes import FREED_LOGITS, freed_logits, loss_hole_weight
 
 #: c10's CUDACachingAllocator: requests up to 10 MiB share 20 MiB segments; larger ones get their own
 #: segment (rounded to 2 MiB) when no cached block is large enough.
@@ -211,31 +212,6 @@ def sources(job, g: dict[str, float], lg: dict[str, float], grads: float, recomp
             FREED_LOGITS: freed}
 
 
-#: The source ``freed_logits`` fills: bytes, held as they are (no fitted share).
-FREED_LOGITS = "freed 16-bit logits"
-
-
-def freed_logits(job) -> float:
-    """ZeRO-3 adapters with expandable segments: the loss's holes are the 16-bit logits, once per
-    micro-batch a step up to two, in place of the share of the loss's fp32 bytes the other plans get.
-    Their allocator histories (2026-12-07, thirty-first session; memsnap-z3-adapters-2026-12-07.txt) show
-    the fp32 blocks (the upcast, its log-softmax, their gradients) live at the peak of allocated and the
-    largest hole the head's 16-bit output, freed once the loss has upcast it: 1.957 of 2.111 GiB of holes
-    (1b128k-lora-s3-ho96), 0.979 of 1.126 (3b-qlora-s3-ho97), 0.750 of 1.071 (2b-49k-lora-ho91), 0.488 of
-    0.655 (1b-lora-fp16-ovf-s3). Those traces end in the first micro-batch's backward. Over whole runs the
-    plans with one micro-batch a step held what the trace shows, and those with two or more held about a
-    second such hole: ho97 2.11 GiB and the 1.1B fp16 pair 1.11-1.19, the four 7B and 13B seed plans with
-    eight micro-batches 0.43-0.50 (two holes of 0.12 and the same 0.13-0.25 GiB beyond them as the others),
-    not eight. Not with fused cross-entropy (no full logits) or fp32 (no upcast). The fifth history,
-    7b-lora-ho6 (the optimizer on the CPU, one row of 4,096 tokens a micro-batch), held 0.53 GiB of holes
-    that DeepSpeed's partitioning left at initialisation beside its logits' 0.24; that source is not
-    modelled (with the refit's 0.1 GiB base the row is 2.8% short)."""
-    if not (job.expandable and job.stage == 3 and job.plan.uses_adapters() and job.p == 2 and not job.fused_ce):
-        return 0.0
-    logits = job.plan.micro_batch * job.plan.seq_len * job.spec.vocab_size * job.p
-    return min(job.plan.grad_accum, 2) * float(logits)
-
-
 def gradient_churn(job, grads: float) -> float:
     """The gradients' bytes as a source of holes: none where the optimizer is offloaded. There the only
     16-bit gradients the GPU holds are ZeRO-1's between accumulation boundaries (job.offload_keeps_gradients),
@@ -246,43 +222,6 @@ def gradient_churn(job, grads: float) -> float:
     they are at -0.6% and the other five at -0.1% ... +5.3% (2026-12-06, twenty-second session). Measured
     with expandable segments only: PyTorch's default allocator keeps the share (it has no such row)."""
     return 0.0 if job.oo != "none" and job.expandable else grads
-
-
-def loss_hole_weight(job) -> float:
-    """The share of the loss's bytes that counts as churn (``sources``): with expandable segments, plans
-    whose backward makes no large gradient store on the GPU leave fewer holes for them than full
-    fine-tunes that do (``loss_hole_weighted``; calibration.py's EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT,
-    with the rows it comes from); 1 elsewhere."""
-    return cal.EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT if loss_hole_weighted(job) else 1.0
-
-
-def loss_hole_weighted(job) -> bool:
-    """Whether ``loss_hole_weight`` applies, with expandable segments: adapters at ZeRO stages 0-2 (their
-    gradients are small), and full fine-tunes at ZeRO-1/2 with the optimizer offloaded where DeepSpeed
-    copies each gradient to the host as backward reduces it and frees it (``offload_keeps_gradients``
-    false: stage 2, and stage 1 with one micro-batch a step and overlap_comm). Full fine-tunes elsewhere
-    keep 16-bit gradients made during backward: every weight's at stage 0 and at stage 1 between
-    accumulation boundaries, and at stage 2 the partition's flat buffer (``grads_in_partition``), made
-    inside step 0's backward. ZeRO-3 full fine-tunes make none: DeepSpeed's stage3.py allocates every
-    gradient partition at initialisation (grad_partitions_flat_buffer, on the GPU or pinned on the host)
-    and backward copies each gradient into it and frees it (partition_grads). Taken on 2026-12-06
-    (twenty-second session): the 128k vocabulary's ZeRO-3 recompute plans (ho56, ho57, and the sweeps'
-    b3-s3-mb4-ckpt and v-s3-mb2-s4096-ckpt as sweep 4 ran them) held 2.0-2.1 GiB beyond allocated where the
-    loss term gave 4.1, the one hole ho56's allocator history shows at the peak being its freed 16-bit
-    logits (memsnap-1b128k-ho56-2026-12-04.txt). ZeRO-3 adapters in 16 bits count their freed 16-bit
-    logits instead (``freed_logits``); in fp32 they keep the weight 1. fp16 full fine-tunes keep it too, on
-    the safe side: their one row
-    with a large loss term (the sweep's v-s3-fp16-mb4) would go 5.1% short. That row ran DeepSpeed's own
-    overflow check, which copies the whole gradient partition at each step on the reduce stream, where
-    zerotui's worker runs core/train/overflow_check.py; the worker's three fp16 ZeRO-3 full fine-tunes are
-    within the band with the weight or without it (-1.9% ... +1.0%, -0.7% ... +2.0%)."""
-    if not job.expandable:
-        return False
-    if job.stage == 3:
-        return not job.plan.uses_adapters() and job.plan.precision == "bf16"
-    if job.plan.uses_adapters():
-        return True
-    return job.stage in (1, 2) and job.oo != "none" and not offload_keeps_gradients(job)
 
 
 def loss_block(job, lg: dict[str, float]) -> float:
@@ -369,7 +308,7 @@ def offload_norm_block(job) -> float:
     them at +3.6% and +3.9%, so only the fp64 chunk is counted. Counted where the weights stay on the GPU;
     with them offloaded too, the gathers' holes (the gather term) held it on every row measured (ho5, ho15
     and the sweeps' two: within the band without it, w8-s3-cpu2-mb4-ckpt +15% with it). Taken on 2026-12-06
-    (twenty-second session) with the loss weight at stage 3 (``loss_hole_weighted``), from the 7B full
+    (twenty-second session) with the loss weight at stage 3 (loss_holes.py's ``loss_hole_weighted``), from the 7B full
     fine-tunes on a 24 GiB cap, -2.1% ... -2.8% without it. Only with expandable segments: on PyTorch's
     default allocator the loss's larger holes held it (1b-full-ho4 +1.7% without it, +6.9% with it)."""
     if job.oo == "none":

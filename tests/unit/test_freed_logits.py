@@ -1,4 +1,4 @@
-"""ZeRO-3 adapters' loss holes are their freed 16-bit logits (core/estimate/margin.py ``freed_logits``):
+"""ZeRO-3 adapters' loss holes are their freed 16-bit logits (core/estimate/loss_holes.py ``freed_logits``):
 once per micro-batch a step, up to two, held as they are, in place of a share of the fp32 loss bytes.
 Where it applies and what it does to a plan's margin; the committed rows it was made from and the plans
 held out from it are checked in tests/unit/test_margin.py."""
@@ -10,7 +10,8 @@ import pytest
 
 from zerotui.core.estimate import gpu
 from zerotui.core.estimate.job import job_for
-from zerotui.core.estimate.margin import FREED_LOGITS, freed_logits, shares
+from zerotui.core.estimate.loss_holes import FREED_LOGITS, freed_logits
+from zerotui.core.estimate.margin import shares
 from zerotui.core.plan.schema import Plan
 
 from estimate_shared import DEFAULT_ALLOCATOR, SPEC_1B, box_80g

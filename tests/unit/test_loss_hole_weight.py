@@ -1,4 +1,4 @@
-"""The loss leaves fewer holes where backward makes no large gradient store (core/estimate/margin.py
+"""The loss leaves fewer holes where backward makes no large gradient store (core/estimate/loss_holes.py
 ``loss_hole_weight``, calibration.py's EXPANDABLE_NO_GRADIENT_STORE_LOSS_WEIGHT): adapters, and full
 fine-tunes whose offloaded optimizer takes each gradient off the GPU. Where it applies and what it
 changes in a plan's margin. The committed rows it was chosen on are checked in tests/unit/test_margin.py
@@ -10,7 +10,8 @@ import pytest
 from zerotui.core.estimate import calibration as cal
 from zerotui.core.estimate import gpu
 from zerotui.core.estimate.job import job_for
-from zerotui.core.estimate.margin import loss_hole_weight, shares
+from zerotui.core.estimate.loss_holes import loss_hole_weight
+from zerotui.core.estimate.margin import shares
 from zerotui.core.plan.schema import Plan
 
 from estimate_shared import DEFAULT_ALLOCATOR, SPEC_1B, box_80g

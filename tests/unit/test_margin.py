@@ -203,7 +203,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # ho65 and ho68 (2026-12-05): ZeRO-1 with the optimizer on the CPU and accumulation, as ho18 and ho35.
     # ho35 ran a second and third time on 2026-12-05 (11.38 GiB both, 11.50 on 2026-12-03): its excess repeats.
     # ho18, ho35, ho65 and ho68 (ZeRO-1, the optimizer on the CPU, accumulation) are within since
-    # margin.gradient_churn (2026-12-06); ho56 since ZeRO-3's bf16 loss weight (margin.loss_hole_weighted)
+    # margin.gradient_churn (2026-12-06); ho56 since ZeRO-3's bf16 loss weight (loss_holes.loss_hole_weighted)
     # ho55 (truew-a, +6.0%) since the first step's excess (margin.first_step_term, 2026-12-06): +2.9%. Of the
     # three plans held out from that rule (estimator-first-step-excess-predictions-2026-12-06.txt), ho80 and
     # ho83 came out +3.2% and +1.8% (+6.4% and +4.5% by the old rule); ho81 (1 x 4,096 tokens, no accumulation)
@@ -219,15 +219,15 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # 1b128k-lora-s3-ho96 (LoRA, bf16 ZeRO-3, 4 x 2,048 on the 128k vocabulary, 2026-12-07): +12.1%, 2.10 GiB
     # beyond allocated where the loss term gave 4.11. A loss weight of 0.7 was held out on it and ho97 and
     # refuted (ho97 3.7% short with it; estimator-zero3-adapter-loss-weight-predictions-2026-12-07.txt). ho96,
-    # ho91 and every ZeRO-3 16-bit adapter row are within since margin.freed_logits (thirty-first session,
+    # ho91 and every ZeRO-3 16-bit adapter row are within since loss_holes.freed_logits (thirty-first session,
     # from their allocator histories, memsnap-z3-adapters-2026-12-07.txt). The refit that came with it (base
     # 0.1 GiB, recompute 0.05) put 1b-full-ho35 (ZeRO-1, the optimizer on the CPU) at +5.3% and ho79 (bf16
     # ZeRO-3 full fine-tune, 128k vocabulary) at +5.1%, where they were +4.9% and +4.5%
     assert over == ["1b-full-ho35 (fp16z3c-h100)", "1b128k-full-ho79 (z3norm-h100)",
                     "3b-full-fit80 (cards-f)", "3b-full-ho84 (caprel3-h100)"], over
-    # ZeRO-3 adapters in 16 bits (margin.freed_logits): -2.8% (7b-lora-ho6, whose allocator history shows
+    # ZeRO-3 adapters in 16 bits (loss_holes.freed_logits): -2.8% (7b-lora-ho6, whose allocator history shows
     # 0.53 GiB of initialisation's holes the rule does not count) ... +0.7% (ho96); were -3.0% ... +12.1%
-    from zerotui.core.estimate.margin import freed_logits
+    from zerotui.core.estimate.loss_holes import freed_logits
     z3a = {r["id"]: total_error(r) for r in mine if freed_logits(r["job"])}
     assert len(z3a) == 17 and all(-0.03 <= e <= 0.01 for e in z3a.values()), z3a
     # the two ZeRO-2 plans held out from the previous micro-batch's partition (gpu.peak's "grads" moment),
@@ -248,7 +248,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # before it gives +4.8%, +6.5%, +7.5%, +1.3%, +1.3%
     step_free_held_out = {r["id"]: total_error(r) for r in worker if any(f"-ho{n} " in r["id"] for n in range(85, 90))}
     assert len(step_free_held_out) == 5 and all(-0.03 <= e <= 0.05 for e in step_free_held_out.values()), step_free_held_out
-    # 0.088 (3b-full-ho84, its cap); 0.121 (ho96) until margin.freed_logits; ho35 was 0.143 until 2026-12-06
+    # 0.088 (3b-full-ho84, its cap); 0.121 (ho96) until loss_holes.freed_logits; ho35 was 0.143 until 2026-12-06
     assert all(total_error(r) <= 0.09 for r in worker)
     # A plan whose estimate is over its cap, and whose allocation is not, releases and holds what is live
     # (margin_table.estimated): 1b-full-ho23 under 26 GiB, its pool 28.93 GiB by the estimate and 28.80
@@ -284,7 +284,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
                and r["job"].plan.method == "full" and r["job"].oo == "none"}
     assert len(fp16_z3) == 3 and all(-0.03 <= e <= 0.025 for e in fp16_z3.values()), fp16_z3
     zero0 = {r["id"]: total_error(r) for r in mine if r["job"].stage == 0 and r["margin_sources"]["loss room"]}
-    from zerotui.core.estimate.margin import loss_hole_weighted
+    from zerotui.core.estimate.loss_holes import loss_hole_weighted
     weighted = {r["id"]: total_error(r) for r in mine if loss_hole_weighted(r["job"])}
     # 80 since ZeRO-3's bf16 full fine-tunes joined (2026-12-06), 83 with the held-out ho75-ho77 (2026-12-06),
     # 87 with the seed guide's adapter jobs again (twenty-fourth session), 93 with the fp16 adapters from 2^32

@@ -421,7 +421,7 @@ def test_no_seed_scenario_measured_above_its_estimate():
     zero1 = [r for r in measured if r["file"].startswith("seed-scenarios-zero1-") or r["scenario"] == "1b-full-ho35"]
     assert len(zero1) == 3 and all(-0.03 <= r["error"] <= 0.055 for r in zero1), [(r["scenario"], r["error"]) for r in zero1]
     # 1b128k-lora-s3-ho96 (bf16 ZeRO-3 LoRA on the 128k vocabulary, 2026-12-07): +12.1% until its loss holes
-    # were counted as its freed 16-bit logits (margin.freed_logits, thirty-first session): +0.7%.
+    # were counted as its freed 16-bit logits (loss_holes.freed_logits, thirty-first session): +0.7%.
     zero3_adapter = [r for r in measured if r["scenario"] == "1b128k-lora-s3-ho96"]
     assert len(zero3_adapter) == 1 and -0.03 <= zero3_adapter[0]["error"] <= 0.02, zero3_adapter
     rest = [r for r in measured if r not in held_out and r not in zero1 and r not in zero3_adapter]
