@@ -426,6 +426,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     "1b128k-lora-fp16-s3-ho100": ("1b128k", dict(method="lora", precision="fp16", stage=3, kernels="none",
                                                  micro_batch=4, grad_accum=1, seq_len=2048, grad_ckpt=True),
                                   "seed"),
+    # ho98 (four micro-batches a step, bf16 LoRA) held one hole, not the rule's two, where every 16-bit
+    # adapter row with two holes was QLoRA or fp16 (2026-12-07, thirty-second session). Held out from the
+    # guess that bf16 LoRA holds one at any accumulation: two micro-batches a step, the 128k vocabulary.
+    "1b128k-lora-s3-ga2-ho101": ("1b128k", dict(method="lora", precision="bf16", stage=3, kernels="none",
+                                                micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
