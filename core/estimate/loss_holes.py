@@ -14,23 +14,40 @@ FREED_LOGITS = "freed 16-bit logits"
 
 def freed_logits(job) -> float:
     """ZeRO-3 adapters with expandable segments: the loss's holes are the 16-bit logits, once per
-    micro-batch a step up to two, in place of the share of the loss's fp32 bytes the other plans get.
+    micro-batch a step up to ``freed_logits_holes``, in place of the share of the loss's fp32 bytes the
+    other plans get.
     Their allocator histories (2026-12-07, thirty-first session; memsnap-z3-adapters-2026-12-07.txt) show
     the fp32 blocks (the upcast, its log-softmax, their gradients) live at the peak of allocated and the
     largest hole the head's 16-bit output, freed once the loss has upcast it: 1.957 of 2.111 GiB of holes
     (1b128k-lora-s3-ho96), 0.979 of 1.126 (3b-qlora-s3-ho97), 0.750 of 1.071 (2b-49k-lora-ho91), 0.488 of
     0.655 (1b-lora-fp16-ovf-s3). Those traces end in the first micro-batch's backward. Over whole runs the
-    plans with one micro-batch a step held what the trace shows, and those with two or more held about a
-    second such hole: ho97 2.11 GiB and the 1.1B fp16 pair 1.11-1.19, the four 7B and 13B seed plans with
-    eight micro-batches 0.43-0.50 (two holes of 0.12 and the same 0.13-0.25 GiB beyond them as the others),
-    not eight. Not with fused cross-entropy (no full logits) or fp32 (no upcast). The fifth history,
+    plans with one micro-batch a step held what the trace shows (and so did the two held out from the
+    rule with one, 3b-qlora-s3-mb4-ho99 +0.3% and 1b128k-lora-fp16-s3-ho100 +0.5%, thirty-second
+    session); QLoRA and fp16 plans with two or more held about a second such hole: ho97 2.11 GiB and the
+    1.1B fp16 pair 1.11-1.19, the four 7B and 13B seed plans with eight micro-batches 0.43-0.50 (two holes
+    of 0.12 and the same 0.13-0.25 GiB beyond them as the others), not eight; bf16 LoRA held one
+    (``freed_logits_holes``). Not with fused cross-entropy (no full logits) or fp32 (no upcast). The fifth history,
     7b-lora-ho6 (the optimizer on the CPU, one row of 4,096 tokens a micro-batch), held 0.53 GiB of holes
     that DeepSpeed's partitioning left at initialisation beside its logits' 0.24; that source is not
     modelled (with the refit's 0.1 GiB base the row is 2.8% short)."""
     if not (job.expandable and job.stage == 3 and job.plan.uses_adapters() and job.p == 2 and not job.fused_ce):
         return 0.0
     logits = job.plan.micro_batch * job.plan.seq_len * job.spec.vocab_size * job.p
-    return min(job.plan.grad_accum, 2) * float(logits)
+    return min(job.plan.grad_accum, freed_logits_holes(job)) * float(logits)
+
+
+def freed_logits_holes(job) -> int:
+    """How many micro-batches' logits ``freed_logits`` counts at most: two for QLoRA and for fp16, one
+    for LoRA in bf16. The rows with two or more micro-batches a step that tell one hole from two: QLoRA
+    held two (3b-qlora-s3-ho97 in bf16, 2.11 GiB beyond allocated with 0.98 GiB logits; the 1.1B QLoRA
+    fp16 pair 1.11 with 0.49), LoRA in fp16 two (the 1.1B pair, 1.19 with 0.49), and LoRA in bf16 one:
+    1b128k-lora-s3-ga4-ho98, held out from the cap at two (2026-12-07, thirty-second session), held 1.10
+    GiB with 0.98 GiB logits, its total 9.6% under the estimate with two; 1b128k-lora-s3-ga2-ho101, held
+    out from this split with one hole predicted (11.58 GiB in all; two would be 12.56), measured 11.46
+    and held 1.10 (estimator-bf16-lora-one-hole-predictions-2026-12-07.txt). Why the second hole comes
+    with QLoRA's dequantisation or fp16 was not traced: the allocator histories end in the first
+    micro-batch's backward."""
+    return 2 if job.plan.method == "qlora" or job.plan.precision == "fp16" else 1
 
 
 def loss_hole_weight(job) -> float:
