@@ -1,5 +1,6 @@
 """ZeRO-3 adapters' loss holes are their freed 16-bit logits (core/estimate/loss_holes.py ``freed_logits``):
-once per micro-batch a step, up to two for QLoRA and fp16 and one for bf16 LoRA, held as they are, in place of a share of the fp32 loss bytes.
+once per micro-batch a step, up to two for QLoRA and fp16 and one for bf16 LoRA, held as they are, in
+place of a share of the fp32 loss bytes.
 Where it applies and what it does to a plan's margin; the committed rows it was made from and the plans
 held out from it are checked in tests/unit/test_margin.py."""
 from __future__ import annotations
