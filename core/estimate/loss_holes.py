@@ -27,9 +27,9 @@ def freed_logits(job) -> float:
     1.1B fp16 pair 1.11-1.19, the four 7B and 13B seed plans with eight micro-batches 0.43-0.50 (two holes
     of 0.12 and the same 0.13-0.25 GiB beyond them as the others), not eight; bf16 LoRA held one
     (``freed_logits_holes``). Not with fused cross-entropy (no full logits) or fp32 (no upcast). The
-    fifth history, 7b-lora-ho6 (the optimizer on the CPU, one row of 4,096 tokens a micro-batch), held 0.53 GiB of holes
-    that DeepSpeed's partitioning left at initialisation beside its logits' 0.24; that source is not
-    modelled (with the refit's 0.1 GiB base the row is 2.8% short)."""
+    fifth history, 7b-lora-ho6 (the optimizer on the CPU, one row of about 3,700 tokens a micro-batch),
+    held 0.53 GiB of holes that DeepSpeed's partitioning left at initialisation beside its logits' 0.24;
+    that source is not modelled (with the refit's 0.1 GiB base the row is 2.8% short)."""
     if not (job.expandable and job.stage == 3 and job.plan.uses_adapters() and job.p == 2 and not job.fused_ce):
         return 0.0
     logits = job.plan.micro_batch * job.plan.seq_len * job.spec.vocab_size * job.p
