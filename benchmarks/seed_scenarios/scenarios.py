@@ -431,6 +431,13 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # guess that bf16 LoRA holds one at any accumulation: two micro-batches a step, the 128k vocabulary.
     "1b128k-lora-s3-ga2-ho101": ("1b128k", dict(method="lora", precision="bf16", stage=3, kernels="none",
                                                 micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    # The split (bf16 LoRA one freed-logits hole, QLoRA and fp16 up to two) rests on one shape, the 1.1B on
+    # the 128k vocabulary. Held out from it on another (2026-12-07, thirty-third session): the Qwen2 1.5B
+    # shape, 152k vocabulary and tied embeddings, two micro-batches a step, LoRA and QLoRA side by side.
+    "q1.5b-lora-s3-ga2-ho102": ("q1.5b", dict(method="lora", precision="bf16", stage=3, kernels="none",
+                                              micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    "q1.5b-qlora-s3-ga2-ho103": ("q1.5b", dict(method="qlora", precision="bf16", stage=3, kernels="none",
+                                               micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
