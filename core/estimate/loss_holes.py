@@ -44,9 +44,12 @@ def freed_logits_holes(job) -> int:
     1b128k-lora-s3-ga4-ho98, held out from the cap at two (2026-12-07, thirty-second session), held 1.10
     GiB with 0.98 GiB logits, its total 9.6% under the estimate with two; 1b128k-lora-s3-ga2-ho101, held
     out from this split with one hole predicted (11.58 GiB in all; two would be 12.56), measured 11.46
-    and held 1.10 (estimator-bf16-lora-one-hole-predictions-2026-12-07.txt). Why the second hole comes
-    with QLoRA's dequantisation or fp16 was not traced: the allocator histories end in the first
-    micro-batch's backward."""
+    and held 1.10 (estimator-bf16-lora-one-hole-predictions-2026-12-07.txt). Held out on a second shape
+    (thirty-third session, Qwen2 1.5B, 152k vocabulary, 1.16 GiB logits, 2 x 2 x 2,048): bf16 LoRA
+    q1.5b-lora-s3-ga2-ho102 held 1.28 GiB, QLoRA q1.5b-qlora-s3-ga2-ho103 2.40, +0.9% and +1.0%
+    (estimator-q15b-holes-predictions-2026-12-07.txt). Why the second hole comes with QLoRA's
+    dequantisation or fp16 was not traced: the allocator histories end in the first micro-batch's
+    backward."""
     return 2 if job.plan.method == "qlora" or job.plan.precision == "fp16" else 1
 
 

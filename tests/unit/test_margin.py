@@ -190,8 +190,9 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # the two held out from the loss's blocks at the step (ho92, ho93); 167 with the two held out from the
     # previous micro-batch's partition at ZeRO-2 (ho94, ho95) and the two held out from a loss weight for bf16
     # ZeRO-3 adapters (ho96, ho97; the weight was refuted and not adopted), thirtieth session; 171 with the four
-    # held out from ZeRO-3 adapters' freed logits (ho98-ho101, thirty-second session)
-    assert len(worker) == 171 and len(sweeps) == 77
+    # held out from ZeRO-3 adapters' freed logits (ho98-ho101, thirty-second session); 173 with the two held out
+    # from its split by method on another shape (ho102, ho103, thirty-third session)
+    assert len(worker) == 173 and len(sweeps) == 77
     assert {r["job"].stage for r in worker} == {0, 1, 2, 3} and {r["job"].plan.method for r in worker} == {"full", "lora", "qlora"}
     assert all(total_error(r) >= -0.03 for r in mine), \
         [(r["id"], round(total_error(r), 4)) for r in mine]
@@ -230,7 +231,7 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
     # 0.53 GiB of initialisation's holes the rule does not count) ... +0.7% (ho96); were -3.0% ... +12.1%
     from zerotui.core.estimate.loss_holes import freed_logits
     z3a = {r["id"]: total_error(r) for r in mine if freed_logits(r["job"])}
-    assert len(z3a) == 21 and all(-0.03 <= e <= 0.012 for e in z3a.values()), z3a
+    assert len(z3a) == 23 and all(-0.03 <= e <= 0.012 for e in z3a.values()), z3a
     # The plans held out from that rule, estimated before they ran on an H100 (thirty-second session,
     # estimator-freed-logits-predictions-2026-12-07.txt): ho99 (QLoRA) and ho100 (fp16), one micro-batch a step,
     # +0.3% and +0.5%, held 2.15 and 2.10 GiB beyond allocated (the rule: one hole, 1.96); ho98 (bf16 LoRA, four
@@ -241,6 +242,14 @@ def test_with_expandable_segments_no_row_is_short_and_the_workers_rows_are_bound
         {k: total_error(r) for k, r in freed_held_out.items()}
     one_hole = [r["reserved"] - r["allocated"] for k, r in freed_held_out.items() if "-ho98 " in k or "-ho101 " in k]
     assert len(one_hole) == 2 and all(1.0 * 2**30 < h < 1.5 * 2**30 for h in one_hole), one_hole
+    # the split held out on the Qwen2 1.5B shape (152k vocabulary, one hole 1.16 GiB), 2 x 2 x 2,048, written
+    # down before they ran (estimator-q15b-holes-predictions-2026-12-07.txt): bf16 LoRA (ho102) held 1.28 GiB
+    # beyond allocated, one hole; QLoRA (ho103) 2.40, two; +0.9% and +1.0%
+    split = {r["id"]: r for r in worker if "-ho102 " in r["id"] or "-ho103 " in r["id"]}
+    assert len(split) == 2 and all(0.0 <= total_error(r) <= 0.012 for r in split.values()), \
+        {k: total_error(r) for k, r in split.items()}
+    held = {k.split()[0][-5:]: (r["reserved"] - r["allocated"]) / 2**30 for k, r in split.items()}
+    assert 1.16 < held["ho102"] < 1.75 < 2.32 < held["ho103"] < 2.8, held
     # the two ZeRO-2 plans held out from the previous micro-batch's partition (gpu.peak's "grads" moment),
     # written down before they ran (estimator-previous-partition-predictions-2026-12-06.txt): allocated 43.80
     # and 42.23 GiB against 43.72 and 42.33 predicted (42.66 and 40.66 without the partition); +3.8%, +1.1%
