@@ -438,6 +438,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                               micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
     "q1.5b-qlora-s3-ga2-ho103": ("q1.5b", dict(method="qlora", precision="bf16", stage=3, kernels="none",
                                                micro_batch=2, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    # 3b-full-fit80/ho84 measured their cap, not their pool (the allocator released at the first step), and no
+    # H200 came for the uncapped run. Their plan with one row a micro-batch (2026-12-07, thirty-third session):
+    # the same step (allocation and the margin's step hole do not depend on the micro-batch), less room
+    # freed by backward, so a pool that should stay under the H100's 78 GiB cap: the step hole at 3B, uncapped.
+    "3b-full-mb1-ho104": ("3b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=1,
+                                     grad_accum=16, seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
