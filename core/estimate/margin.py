@@ -334,7 +334,11 @@ def step_hole(job) -> float:
     On sixteen worker rows (thirteen plans) whose peak was the step (1.1B and Qwen2-1.5B shapes,
     ZeRO-0, 1 and 2, bf16 and fp16, recompute, fused kernels or none), reserved beyond allocated was
     this hole less 0.04-0.06 GiB, and twice it at ZeRO-2 with more than one micro-batch a step (why was
-    not traced); five plans held out from it, a 3B shape among them, came within 0.1%. DeepSpeed's
+    not traced); five plans held out from it, a 3B shape among them, came within 0.1%, and a 3B ZeRO-1
+    plan under a cap that did not bind (3b-full-mb1-ho104, +0.2%). Its history (memsnap-3b-ho104-2026-12-07.txt)
+    has the step's fp32 copy grow the pool by its whole size on top of the weights, their hole and the
+    gradient partition: the same sum here, because backward fit in the hole. Where backward outgrew it
+    (3b-full-fit80) the pool before the copy was 5.9 GiB larger, and that is not counted. DeepSpeed's
     stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the GPUs, nor is
     ZeRO-2's second one (a guess on the safe side: one GPU measured). Optimizer on the CPU, ZeRO-3 and
     adapters step otherwise, and fp32 has no 16-bit copy (nor a measurement): 0 there."""
