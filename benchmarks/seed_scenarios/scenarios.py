@@ -444,6 +444,11 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # freed by backward, so a pool that should stay under the H100's 78 GiB cap: the step hole at 3B, uncapped.
     "3b-full-mb1-ho104": ("3b", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=1,
                                      grad_accum=16, seq_len=2048, grad_ckpt=False), "seed"),
+    # ho104's history showed the 3B step's fp32 copy growing the pool by its whole size, on top of forward's
+    # overflow in fit80. A plan whose forward outgrows the room initialisation leaves, under a cap that does
+    # not bind (the same session): does its copy find backward's free room (margin.step_free), or grow the pool?
+    "2b-49k-full-ho105": ("2b-49k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
+                                         grad_accum=8, seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
