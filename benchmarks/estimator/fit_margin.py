@@ -32,6 +32,7 @@ from zerotui.core.estimate.margin import (
     step_hole,
     zero3_long_sequence_floor,
 )
+from zerotui.core.estimate.step_copy import copy_on_forward_pool
 
 from benchmarks.estimator.margin_rows import GIB, all_rows
 from benchmarks.estimator.margin_table import measured_total
@@ -96,7 +97,10 @@ def design(rows: list[dict]) -> dict[str, np.ndarray]:
                               for r in rows]),
             "step_peak": np.array([bool(step_hole(r["job"])) and r["phase"] == "step" for r in rows], dtype=bool),
             # offload12.init_floor: initialisation's pool and the norm's block beyond allocated, -inf where none
-            "pool": np.array([_pool(r) for r in rows])}
+            "pool": np.array([_pool(r) for r in rows]),
+            # step_copy.copy_on_forward_pool beyond allocated, -inf where it does not apply
+            "copy_pool": np.array([(copy_on_forward_pool(r["job"], r["moments"]) or -np.inf) - r["allocated_est"]
+                                   for r in rows])}
 
 
 def _pool(r: dict) -> float:
@@ -135,7 +139,7 @@ def margins(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) 
     first = np.where(d["in_loss"], 0.0, first)
     m = np.maximum(m + c[:, [KEYS.index("first step")]] * first + d["fixed"], d["floor"])
     step = np.nan_to_num(d["step"] - d["alloc"], nan=-np.inf)  # margin.step_moment_term over arrays
-    return np.maximum(np.where(d["step_peak"], step, np.maximum(m, step)), d["pool"])
+    return np.maximum(np.maximum(np.where(d["step_peak"], step, np.maximum(m, step)), d["pool"]), d["copy_pool"])
 
 
 def errors(d: dict[str, np.ndarray], consts: np.ndarray, overlap: bool = True) -> np.ndarray:

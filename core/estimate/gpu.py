@@ -24,6 +24,7 @@ from zerotui.core.estimate.activations import (
     recompute_bytes_per_token,
 )
 from zerotui.core.estimate import offload12
+from zerotui.core.estimate.step_copy import copy_on_forward_pool
 from zerotui.core.estimate.job import Job, largest_trainable, offload_keeps_gradients, persistent_params
 from zerotui.core.estimate.margin import (
     copy_in_loss_blocks,
@@ -210,6 +211,8 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     terms["long sequences (ZeRO-3)"] = zero3_long_sequence_floor(job, allocated, sum(terms.values()))
     terms["optimizer step's moment"] = step_moment_term(job, moments_alloc, phase, allocated,
                                                          sum(terms.values()))
+    terms["the step's copy on forward's pool"] = max(
+        0.0, copy_on_forward_pool(job, moments_alloc) - allocated - sum(terms.values()))
     terms[offload12.POOL] = offload12.init_floor(
         job, cal.CUDA_CONTEXT_BYTES, allocated, sum(terms.values()), terms["gradient norm (fp64, offload)"])
     return GpuPeak(g, allocated, sum(terms.values()), phase, terms, src, step_room, step_new, moments_alloc)

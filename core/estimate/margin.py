@@ -337,8 +337,9 @@ def step_hole(job) -> float:
     not traced); five plans held out from it, a 3B shape among them, came within 0.1%, and a 3B ZeRO-1
     plan under a cap that did not bind (3b-full-mb1-ho104, +0.2%). Its history (memsnap-3b-ho104-2026-12-07.txt)
     has the step's fp32 copy grow the pool by its whole size on top of the weights, their hole and the
-    gradient partition: the same sum here, because backward fit in the hole. Where backward outgrew it
-    (3b-full-fit80) the pool before the copy was 5.9 GiB larger, and that is not counted. DeepSpeed's
+    gradient partition: the same sum here, because forward fit in the hole. Where forward outgrew it by
+    less than the copy (3b-full-fit80, 2b-49k-full-ho105) the pool before the copy was larger, and
+    step_copy.py's guard counts it. DeepSpeed's
     stages 1-2 keep every 16-bit weight on every rank, so the hole is not divided by the GPUs, nor is
     ZeRO-2's second one (a guess on the safe side: one GPU measured). Optimizer on the CPU, ZeRO-3 and
     adapters step otherwise, and fp32 has no 16-bit copy (nor a measurement): 0 there."""
