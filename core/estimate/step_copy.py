@@ -23,9 +23,9 @@ copy found room where this sum says it would not (1b-full-ho14 and ho41 held the
 three rows and checked on the 25 ZeRO-1 16-bit full fine-tune rows with the optimizer on the GPU; not
 held out. It raises two rows that are within without it above +5% (1b-full-ho24 and q1.5b-full-ho44,
 +7.0%: their copies found some of forward's room), and 3b-full-fit80 and ho84 to +15% (their cap
-released the pool it describes). ZeRO-2's step builds its copy otherwise (per
-accumulation boundary); no history of it was taken, so the guard is ZeRO-1's only. Several GPUs divide
-the partition and the copy but not the hole: reasoning, one GPU measured."""
+released the pool it describes). ZeRO-2's step builds its copy otherwise (per accumulation boundary);
+no history of it was taken, so the guard is ZeRO-1's only. Several GPUs divide the partition and the
+copy but not the hole: reasoning, one GPU measured."""
 from __future__ import annotations
 
 
