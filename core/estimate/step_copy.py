@@ -28,18 +28,21 @@ no history of it was taken, so the guard is ZeRO-1's only. Several GPUs divide t
 copy but not the hole: reasoning, one GPU measured."""
 from __future__ import annotations
 
+from zerotui.core.estimate.margin import step_hole
+
 
 def copy_on_forward_pool(job, moments: dict[str, float]) -> float:
     """The pool (bytes reserved) when the first step's fp32 copy finds no room: the larger of
     initialisation's pool and forward's peak, plus backward's gradient partition and the copy; 0 where the
     guard does not apply or forward freed room enough for the copy. ``moments``: gpu.peak's allocation at
     each moment of the step."""
-    if not (job.expandable and job.stage == 1 and job.oo == "none" and not job.plan.uses_adapters()
-            and job.p == 2 and not job.plan.grad_ckpt and "step" in moments and "forward" in moments):
+    # step_hole is 0 wherever the 16-bit weights are not flattened (offload, adapters, ZeRO-3, fp32,
+    # the default allocator): the guard is measured only where it is not
+    hole = step_hole(job)
+    if not (hole and job.stage == 1 and not job.plan.grad_ckpt and "step" in moments and "forward" in moments):
         return 0.0
     copy = 4.0 * job.psit / job.N
-    partition = 2.0 * job.psit / job.N
-    hole = 2.0 * job.psit  # the 16-bit weights, on every rank at ZeRO-1
+    partition = job.p * job.psit / job.N
     init_pool = moments["step"] - copy - partition + hole
     overflow = max(0.0, moments["forward"] - init_pool)
     if copy <= overflow:
