@@ -6,7 +6,8 @@ Replays the trace: allocated and reserved over time, each time the pool grew (ho
 allocated then, and the allocation that made it grow, by its innermost frames outside torch), the live
 blocks at the peak of allocated and at the peak of reserved, the holes at the peak of allocated (free
 pages inside the pool, by the allocation that last held them: what the margin in core/estimate/margin.py
-models), and the free space at the end.
+models), the free ranges before each large growth (why that allocation found no room), and the free
+space at the end.
 """
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def replay(events: list) -> dict:
                 alloc -= size
         elif a in ("segment_alloc", "segment_map"):
             reserved += size
-            pending = {"at": i, "grew": size, "reserved": reserved, "allocated": alloc}
+            pending = {"at": i, "grew": size, "reserved": reserved, "allocated": alloc, "addr": e["addr"]}
             growth.append(pending)
             if reserved > peak_res[0]:
                 peak_res, snap_res = (reserved, i), dict(live)
@@ -88,6 +89,15 @@ def holes_at(events: list, stop: int, least: int = 2**20) -> list[tuple[int, int
         if end > pos:
             holes.append((pos, end - pos))
     return [(a, n) for a, n in holes if n >= least]
+
+
+def growth_room(events: list, g: dict) -> str:
+    """Why an allocation grew the pool: the free ranges before it (how many, their sum, the largest) and
+    the free range that ends where the new pages begin, which the new block takes in with them."""
+    holes = holes_at(events, g["at"] - 1)
+    below = sum(n for a, n in holes if a + n == g["addr"])
+    return (f"event {g['at']:7d}: {len(holes)} free, {sum(n for _, n in holes) / GIB:.3f} GiB, the largest "
+            f"{max((n for _, n in holes), default=0) / GIB:.3f}; {below / GIB:.3f} free below the new pages")
 
 
 def _unmap(mapped: dict[int, int], addr: int, size: int) -> None:
@@ -171,6 +181,11 @@ def main() -> int:
             if g["grew"] >= 64 * 2**20:
                 print(f"  event {g['at']:7d}: +{g['grew'] / GIB:.3f} -> {g['reserved'] / GIB:.3f} GiB reserved, "
                       f"{g['allocated'] / GIB:.3f} allocated; {g.get('cause', '?')}")
+        print("free ranges (1 MiB or more) just before each growth of 1 GiB or more, and the free range the new"
+              " pages extend (an expandable segment grows its last free block):")
+        for g in r["growth"]:
+            if g["grew"] >= GIB:
+                print("  " + growth_room(events, g))
         print("live at the peak of allocated, by where it was allocated:")
         print("\n".join(table(r["live_at_peak_alloc"], a.top)))
         print("live at the peak of reserved:")

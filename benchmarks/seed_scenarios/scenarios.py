@@ -449,6 +449,16 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
     # not bind (the same session): does its copy find backward's free room (margin.step_free), or grow the pool?
     "2b-49k-full-ho105": ("2b-49k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
                                          grad_accum=8, seq_len=2048, grad_ckpt=False), "seed"),
+    # Held out from the step-copy guard (core/estimate/step_copy.py, set from ho104/ho105/fit80 the day
+    # before): its boundary, forward's overflow past initialisation's pool against the fp32 copy. ho106 just
+    # over it (1.18 times the copy; the guard off), ho107 and ho108 under it (0.73 and 0.64; the guard on).
+    # Predictions: estimator-step-copy-holdout-predictions-2026-12-07.txt, written before they ran.
+    "2b-49k-full-ho106": ("2b-49k", dict(method="full", precision="bf16", stage=1, kernels="none", micro_batch=2,
+                                         grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
+    "7b-l8-full-ho107": ("7b-l8", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=4,
+                                       grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b128k-full-ho108": ("1b128k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
+                                         grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
