@@ -43,6 +43,7 @@ def replay(events: list) -> dict:
             alloc += size
             if pending is not None:
                 pending["cause"] = f"{size / GIB:.3f} GiB from {where(e.get('frames'))}"
+                pending["cause_size"] = size
                 pending = None
             if alloc > peak_alloc[0]:
                 peak_alloc, snap_alloc = (alloc, i), dict(live)
@@ -51,7 +52,8 @@ def replay(events: list) -> dict:
                 alloc -= size
         elif a in ("segment_alloc", "segment_map"):
             reserved += size
-            pending = {"at": i, "grew": size, "reserved": reserved, "allocated": alloc, "addr": e["addr"]}
+            pending = {"at": i, "grew": size, "reserved": reserved, "allocated": alloc, "addr": e["addr"],
+                       "stream": e.get("stream")}
             growth.append(pending)
             if reserved > peak_res[0]:
                 peak_res, snap_res = (reserved, i), dict(live)
@@ -96,8 +98,26 @@ def growth_room(events: list, g: dict) -> str:
     the free range that ends where the new pages begin, which the new block takes in with them."""
     holes = holes_at(events, g["at"] - 1)
     below = sum(n for a, n in holes if a + n == g["addr"])
-    return (f"event {g['at']:7d}: {len(holes)} free, {sum(n for _, n in holes) / GIB:.3f} GiB, the largest "
+    return (f"event {g['at']:7d} (stream {g.get('stream')}): {len(holes)} free, {sum(n for _, n in holes) / GIB:.3f} GiB, the largest "
             f"{max((n for _, n in holes), default=0) / GIB:.3f}; {below / GIB:.3f} free below the new pages")
+
+
+def top_of_pool(events: list, g: dict, n: int = 6) -> list[str]:
+    """The ``n`` highest ranges (live blocks and free ranges of 1 MiB or more) of the mapped range the new
+    pages extend, top first: what pins the top of the pool when an allocation cannot take the free space
+    below it."""
+    live: dict[int, tuple[int, int, dict]] = {}
+    for i, e in enumerate(events[:g["at"]]):
+        if e["action"] == "alloc":
+            live[e["addr"]] = (e["size"], i, e)
+        elif e["action"] == "free_completed":
+            live.pop(e["addr"], None)
+    below = [(a, m) for a, m in holes_at(events, g["at"] - 1) if a + m <= g["addr"]]
+    items = [(a, f"free {m / GIB:.3f} GiB") for a, m in below]
+    items += [(a, f"live {m / GIB:.3f} GiB, stream {e.get('stream')}, event {i}: {where(e.get('frames'), 2)}")
+              for a, (m, i, e) in live.items() if a < g["addr"] and m >= 2**20]
+    items.sort(reverse=True)
+    return [f"-{(g['addr'] - a) / GIB:7.3f} GiB: {text}" for a, text in items[:n]]
 
 
 def _unmap(mapped: dict[int, int], addr: int, size: int) -> None:
@@ -181,11 +201,13 @@ def main() -> int:
             if g["grew"] >= 64 * 2**20:
                 print(f"  event {g['at']:7d}: +{g['grew'] / GIB:.3f} -> {g['reserved'] / GIB:.3f} GiB reserved, "
                       f"{g['allocated'] / GIB:.3f} allocated; {g.get('cause', '?')}")
-        print("free ranges (1 MiB or more) just before each growth of 1 GiB or more, and the free range the new"
-              " pages extend (an expandable segment grows its last free block):")
+        print("free ranges (1 MiB or more) just before each growth of, or for, 1 GiB or more; the free range the"
+              " new pages extend (an expandable segment grows its last free block); the top of the pool below them:")
         for g in r["growth"]:
-            if g["grew"] >= GIB:
+            if max(g["grew"], g.get("cause_size", 0)) >= GIB:
                 print("  " + growth_room(events, g))
+                for line in top_of_pool(events, g):
+                    print("      " + line)
         print("live at the peak of allocated, by where it was allocated:")
         print("\n".join(table(r["live_at_peak_alloc"], a.top)))
         print("live at the peak of reserved:")

@@ -459,6 +459,12 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                        grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     "1b128k-full-ho108": ("1b128k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
                                          grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
+    # ho107 and ho108 (4 micro-batches a step) read as the margin's rule, ho105 (8) as the guard: the same
+    # plans with the other accumulation, to tell the accumulation from the shape (the same session).
+    "2b-49k-full-ho109": ("2b-49k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
+                                         grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
+    "1b128k-full-ho110": ("1b128k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
+                                         grad_accum=8, seq_len=2048, grad_ckpt=False), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get

@@ -1,6 +1,6 @@
 """The allocator-history summary's holes: free pages inside the pool at the peak of allocated, each put to
 the allocation that last held it (benchmarks/memsnap/summary.py), on a hand-made trace."""
-from benchmarks.memsnap.summary import GIB, growth_room, holes_at, last_holders, replay
+from benchmarks.memsnap.summary import GIB, growth_room, holes_at, last_holders, replay, top_of_pool
 
 MIB = 2**20
 
@@ -56,5 +56,8 @@ def test_a_growth_names_the_free_ranges_before_it_and_the_free_tail_the_new_page
     ]
     g = replay(events)["growth"][-1]
     assert g["at"] == 5 and g["addr"] == 3 * GIB and "copy.py" in g["cause"]
-    assert growth_room(events, g) == ("event       5: 2 free, 1.500 GiB, the largest 1.000; "
+    assert growth_room(events, g) == ("event       5 (stream None): 2 free, 1.500 GiB, the largest 1.000; "
                                       "0.500 free below the new pages")
+    top = top_of_pool(events, g)
+    assert top[0].startswith("-  0.500 GiB: free 0.500 GiB")
+    assert "partition.py" in top[1] and top[2].startswith("-  2.000 GiB: free 1.000 GiB")
