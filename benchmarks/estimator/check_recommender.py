@@ -1,6 +1,6 @@
 """Does the recommender's first choice fit, and is it within 10% of the fastest that does?
 
-    python -m benchmarks.estimator.check_recommender benchmarks/estimator/data/sweep*-raw.jsonl
+    python -m benchmarks.estimator.check_recommender benchmarks/estimator/data/sweep[12]-raw.jsonl
 
 For each job measured under several configurations (same model, method, precision, sequence length
 and sequences per optimizer step) and each GPU size, ask core/fit.recommend for its first choice on a
@@ -42,6 +42,10 @@ def jobs(rows: list[dict]) -> dict[tuple, list[dict]]:
     out: dict[tuple, list[dict]] = {}
     for r in rows:
         if r.get("status") != "ok" or not r.get("group"):
+            continue
+        if not r.get("step_times"):
+            # Rows rebuilt from a sweep's printed summary (the *-expandable files) have no timed steps to
+            # rank, and were measured under another allocator than the rows they would be ranked with.
             continue
         # Rows recorded before plans had `kernels` ran without Liger's kernels.
         p = plan_from_dict({"kernels": "none", **r["plan"]})

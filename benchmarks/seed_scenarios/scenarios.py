@@ -465,6 +465,21 @@ SCENARIOS: dict[str, tuple[str, dict[str, Any], str]] = {
                                          grad_accum=4, seq_len=2048, grad_ckpt=False), "seed"),
     "1b128k-full-ho110": ("1b128k", dict(method="full", precision="bf16", stage=1, kernels="auto", micro_batch=2,
                                          grad_accum=8, seq_len=2048, grad_ckpt=False), "seed"),
+    # The optimizer on the CPU with several micro-batches a step (2026-12-07, thirty-fourth session): DeepSpeed's
+    # ZeRO-1/2 offload moves each micro-batch's 16-bit gradients to the host and, after the first, back to add
+    # the next (stage_1_and_2.py async_accumulate_grad_in_cpu_via_gpu); the speed model had none of it, and the
+    # sweeps' one such row (a-s2-cpu-mb8-ga2-ckpt) ran 10% slower than it said. The same 16 rows a step, three
+    # ways, and a second shape (predictions: speed-offload-accumulation-predictions-2026-12-07.txt).
+    "1b-full-oga1": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
+                                micro_batch=16, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-oga2": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
+                                micro_batch=8, grad_accum=2, seq_len=2048, grad_ckpt=True), "seed"),
+    "1b-full-oga4": ("1b", dict(method="full", precision="bf16", stage=2, offload_optimizer="cpu", kernels="none",
+                                micro_batch=4, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
+    "7b-l8-full-oga1": ("7b-l8", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
+                                      kernels="none", micro_batch=4, grad_accum=1, seq_len=2048, grad_ckpt=True), "seed"),
+    "7b-l8-full-oga4": ("7b-l8", dict(method="full", precision="bf16", stage=1, offload_optimizer="cpu",
+                                      kernels="none", micro_batch=1, grad_accum=4, seq_len=2048, grad_ckpt=True), "seed"),
     # NVMe offload (ZeRO-Infinity), first run on a GPU (2026-12-04, thirteenth session): the optimizer
     # alone, then the weights too, in the harness's folder on the machine's disk (--nvme-dir)
     # (they ran with DeepSpeed's sub_group_size and reuse distance, 1e9, zerotui's defaults then; NVMe plans get
