@@ -174,6 +174,15 @@ def peak(job: Job, states: ModelStates) -> GpuPeak:
     if plan.grad_ckpt:
         phases["recompute"] = {"gradients": grads if states.grads_early else grads_prev, "activations": saved,
                                "activations (recomputed layer)": recompute}
+    if "grads" in phases and job.fused_ce and spec.tied_embeddings and not plan.uses_adapters():
+        # Liger's fused loss computes the head's gradient in forward. A tied head's gradient then waits in
+        # autograd's buffer until the embedding's arrives at the end of backward, beside ZeRO's first
+        # bucket. 1b128k-full-ho108's allocator history (memsnap-1b128k-ho108-2026-12-07.txt) has two
+        # head-sized blocks from fused_linear_cross_entropy.py's grad_weight at that peak, and it, q1.5b-full-
+        # ho44 and ho88 allocated 0.50-0.55 GiB more than the moment's sum: the head's 0.43-0.49 and the 0.05
+        # every row shows. Counted at the recompute moment too (a rule tried 2026-12-05) it over-counted a
+        # ZeRO-2 plan with the optimizer offloaded by 0.26 GiB (q1.5b-full-ho66), so it stays at this moment.
+        phases["grads"]["tied head's gradient (until the embedding's)"] = p * spec.vocab_size * spec.hidden_size
     held = offload12.held_gradients(job)
     if held:
         last = ({"activations (recomputed layer)": recompute} if plan.grad_ckpt
