@@ -129,6 +129,16 @@ def step_time(plan, spec, trainable: int, world_size: int = 1, k: SpeedCoefficie
     if plan.offload_optimizer != "none":
         parts["CPU Adam"] = k.cpu_adam_per_param * share
         parts["gradients and weights over PCIe"] = (4 + p) * share / link
+        if plan.stage == 2 and plan.grad_accum > 1:
+            # ZeRO-2 keeps the micro-batches' 16-bit gradients in a host buffer: each micro-batch copies its
+            # partition there and, after the first, back to add the next (DeepSpeed's
+            # async_accumulate_grad_in_cpu_via_gpu), on the compute stream. Measured on the 1.1B shape
+            # (bf16, 16 rows of 2,048 a step, recompute; speed-offload-accumulation-predictions-2026-12-07.txt)
+            # it costs about two trips of the partition whatever the accumulation: +0.22 s at 8 x 2 and
+            # +0.43 at 4 x 4 over 16 x 1 on an H100, +0.20 at 8 x 2 on the H200 (sweep 1); a trip per copy
+            # would be 0.26 and 0.62. ZeRO-1 reduces only at the boundary: 1 x 4 cost 0.04 s more than 4 x 1
+            # on the 7B-wide shape.
+            parts["gradients accumulated on the host"] = 2 * p * share / link
     else:
         parts["optimizer"] = k.gpu_adam_per_param * share
     parts["total"] = sum(parts.values())

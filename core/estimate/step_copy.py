@@ -25,7 +25,13 @@ held out. It raises two rows that are within without it above +5% (1b-full-ho24 
 +7.0%: their copies found some of forward's room), and 3b-full-fit80 and ho84 to +15% (their cap
 released the pool it describes). ZeRO-2's step builds its copy otherwise (per accumulation boundary);
 no history of it was taken, so the guard is ZeRO-1's only. Several GPUs divide the partition and the
-copy but not the hole: reasoning, one GPU measured."""
+copy but not the hole: reasoning, one GPU measured.
+
+Held out the next session (estimator-step-copy-holdout-predictions-2026-12-07.txt): a plan over the
+boundary (2b-49k-full-ho106, overflow 1.18 times the copy) read as the margin's rule, +1.4%; both under it
+(7b-l8-full-ho107, 1b128k-full-ho108) read as the rule too, +8.0% and +7.9% with the guard. What decides is
+the free range at the top of the pool when the copy comes (their histories: 3.96 and 2.35 GiB, ho105's
+0.18), which this condition does not see; the guard stays, on the safe side, until that is modelled."""
 from __future__ import annotations
 
 from zerotui.core.estimate.margin import step_hole
