@@ -93,26 +93,28 @@ def holes_at(events: list, stop: int, least: int = 2**20) -> list[tuple[int, int
     return [(a, n) for a, n in holes if n >= least]
 
 
-def growth_room(events: list, g: dict) -> str:
+def growth_room(events: list, g: dict, holes: list[tuple[int, int]] | None = None) -> str:
     """Why an allocation grew the pool: the free ranges before it (how many, their sum, the largest) and
-    the free range that ends where the new pages begin, which the new block takes in with them."""
-    holes = holes_at(events, g["at"] - 1)
+    the free range that ends where the new pages begin, which the new block takes in with them.
+    ``holes``: ``holes_at(events, g["at"] - 1)`` where the caller has it already."""
+    holes = holes_at(events, g["at"] - 1) if holes is None else holes
     below = sum(n for a, n in holes if a + n == g["addr"])
     return (f"event {g['at']:7d} (stream {g.get('stream')}): {len(holes)} free, {sum(n for _, n in holes) / GIB:.3f} GiB, the largest "
             f"{max((n for _, n in holes), default=0) / GIB:.3f}; {below / GIB:.3f} free below the new pages")
 
 
-def top_of_pool(events: list, g: dict, n: int = 6) -> list[str]:
-    """The ``n`` highest ranges (live blocks and free ranges of 1 MiB or more) of the mapped range the new
-    pages extend, top first: what pins the top of the pool when an allocation cannot take the free space
-    below it."""
+def top_of_pool(events: list, g: dict, holes: list[tuple[int, int]] | None = None, n: int = 6) -> list[str]:
+    """The ``n`` highest ranges (live blocks and free ranges of 1 MiB or more) below where the new pages
+    begin, top first: what pins the top of the pool when an allocation cannot take the free space below
+    it. ``holes`` as for ``growth_room``."""
     live: dict[int, tuple[int, int, dict]] = {}
     for i, e in enumerate(events[:g["at"]]):
         if e["action"] == "alloc":
             live[e["addr"]] = (e["size"], i, e)
         elif e["action"] == "free_completed":
             live.pop(e["addr"], None)
-    below = [(a, m) for a, m in holes_at(events, g["at"] - 1) if a + m <= g["addr"]]
+    holes = holes_at(events, g["at"] - 1) if holes is None else holes
+    below = [(a, m) for a, m in holes if a + m <= g["addr"]]
     items = [(a, f"free {m / GIB:.3f} GiB") for a, m in below]
     items += [(a, f"live {m / GIB:.3f} GiB, stream {e.get('stream')}, event {i}: {where(e.get('frames'), 2)}")
               for a, (m, i, e) in live.items() if a < g["addr"] and m >= 2**20]
@@ -205,8 +207,9 @@ def main() -> int:
               " new pages extend (an expandable segment grows its last free block); the top of the pool below them:")
         for g in r["growth"]:
             if max(g["grew"], g.get("cause_size", 0)) >= GIB:
-                print("  " + growth_room(events, g))
-                for line in top_of_pool(events, g):
+                holes = holes_at(events, g["at"] - 1)  # one replay for both lines
+                print("  " + growth_room(events, g, holes))
+                for line in top_of_pool(events, g, holes):
                     print("      " + line)
         print("live at the peak of allocated, by where it was allocated:")
         print("\n".join(table(r["live_at_peak_alloc"], a.top)))
