@@ -53,5 +53,4 @@ def main(stage: int, port: int) -> None:
 if __name__ == "__main__":
     main(int(sys.argv[1]), int(sys.argv[2]))
     sys.stdout.flush()
-    if torch.distributed.is_initialized():  # gloo's threads left to the exit can abort it (optimizer_states.py)
-        torch.distributed.destroy_process_group()
+    os._exit(0)  # gloo's threads left to the interpreter's exit can abort it after the result (optimizer_states.py)
