@@ -110,7 +110,12 @@ def recommend(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpe
     for t, _, _, cand, b in ordered[:limit]:
         changes = {f: (getattr(plan, f), getattr(cand, f)) for f in CHANGEABLE if getattr(plan, f) != getattr(cand, f)}
         speed = best_t / t
-        lead = "fastest that fits" if not out else f"{speed:.0%} of the fastest"
+        if out:
+            lead = f"{speed:.0%} of the fastest"
+        elif round(speed, 3) < 1.0:  # the tie rule put the plan nearest the ask first: say so, not "fastest"
+            lead = f"nearest your plan of those within 2% of the fastest that fits ({speed:.1%} of its speed)"
+        else:
+            lead = "fastest that fits"
         unpin = (", host memory unpinned (pinned does not fit host RAM; slower transfers)"
                  if plan.pin_memory and not cand.pin_memory else "")
         reason = f"{_describe(cand)}{unpin}: {lead}, ~{t:.2f} s/step on an H200; {b.summary()}"

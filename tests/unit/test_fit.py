@@ -46,6 +46,23 @@ def test_every_recommendation_fits_keeps_the_job_and_is_ordered(gib):
     # plan as given leads (the speed model is not that precise)
     assert max(r.relative_speed for r in recs) == 1.0 and recs[0].relative_speed >= 0.98
     assert all(0 < r.relative_speed <= 1.0 for r in recs)
+    # the first is called the fastest only when it is; when the tie rule put it first, it says so
+    if recs[0].relative_speed == 1.0:
+        assert "fastest that fits" in recs[0].reason and "nearest your plan" not in recs[0].reason
+    else:
+        assert "nearest your plan of those within 2% of the fastest" in recs[0].reason
+
+
+def test_a_first_choice_put_there_by_the_tie_rule_is_not_called_the_fastest():
+    # The 7B QLoRA preset on 24 GiB: ZeRO-0 and ZeRO-2 tie within 2%; the preset's own stage leads.
+    from zerotui.core.plan.presets import load_preset
+
+    plan = load_preset("llama7b-24gb-qlora")
+    recs = recommend(plan, box(24, 64))
+    assert recs[0].relative_speed < 1.0 and recs[0].plan.stage == plan.stage
+    assert recs[0].reason.count("fastest") == 1 and "nearest your plan" in recs[0].reason
+    assert f"({recs[0].relative_speed:.1%} of its speed)" in recs[0].reason
+    assert any(r.relative_speed == 1.0 and "% of the fastest" in r.reason for r in recs[1:])
 
 
 def test_unpinned_host_memory_is_offered_where_pinned_does_not_fit_host_ram(tmp_path):
