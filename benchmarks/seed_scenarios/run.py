@@ -192,7 +192,17 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
         "host_rss_max_training": top("rss", [e for e in run_tele if saving is None or e["t"] < saving]),
         "host_rss_max_saving": top("rss", [e for e in run_tele if saving is not None and e["t"] >= saving]),
         "host_rss_max_building": top("rss", [e for e in tele if building(e["t"])]),
+        # the same without resident file pages (the model's mapped safetensors, libraries, /dev/shm files;
+        # telemetry's rss_file, recorded since 2026-12-07): what the run itself holds
+        "host_rss_anon_max_training": top("anon", [own(e) for e in run_tele if saving is None or e["t"] < saving]),
+        "host_rss_anon_max_saving": top("anon", [own(e) for e in run_tele if saving is not None and e["t"] >= saving]),
     }
+
+
+def own(e: dict) -> dict:
+    """A telemetry event's RSS less its file pages, as {"anon": bytes}; empty without both figures."""
+    rss, file_pages = e.get("rss"), e.get("rss_file")
+    return {"anon": rss - file_pages} if isinstance(rss, int) and isinstance(file_pages, int) else {}
 
 
 #: Telemetry's process tree finds new children only every 10 s (core/hardware/telemetry.py), and a

@@ -104,7 +104,12 @@ def rows(files: list[str]) -> list[dict]:
                         "oom": oom, "ran": r.get("state") == "completed" or ran_every_step(r), "unrun": (r.get("reason") or "failed").split(" (")[0] if unrun else "", "cap": cap, "scale": _in_turn(r.get("loss_scale") or []),
                         "alerts": [a["kind"] for a in r.get("alerts") or []], "first_step_s": r.get("first_step_s"),
                         "host_killed": host_killed, "steps": r.get("steps") or 0, "host_rss_max": r.get("host_rss_max"),
-                        "host_total": r.get("host_ram_total"), "host_free_at_start": r.get("ram_available_at_start")})
+                        "host_total": r.get("host_ram_total"), "host_free_at_start": r.get("ram_available_at_start"),
+                        "host_est": b.cpu_bytes, "host_phase": b.host_phase,
+                        "host_rss_training": r.get("host_rss_max_training"),
+                        "host_rss_saving": r.get("host_rss_max_saving"),
+                        "host_anon_training": r.get("host_rss_anon_max_training"),
+                        "host_anon_saving": r.get("host_rss_anon_max_saving")})
     return out
 
 

@@ -105,7 +105,7 @@ class TelemetrySampler:
             used = cg.working_set if cg.working_set is not None else used
         return used, total
 
-    def _rss(self) -> Optional[int]:
+    def _rss(self) -> tuple[Optional[int], Optional[int]]:
         ps = self._psutil
         now = time.monotonic()
         try:
@@ -114,19 +114,28 @@ class TelemetrySampler:
                 self._procs = [root, *root.children(recursive=True)]
                 self._children_at = now
         except Exception:
-            return None  # the root is gone: nothing to report
+            return None, None  # the root is gone: nothing to report
         seen, alive = [], []
         for p in self._procs:
             try:
-                seen.append((p.pid, p.ppid(), p.cmdline(), p.memory_info().rss))
+                mem = p.memory_info()
+                # Linux's "shared": resident pages backed by a file or shared memory (the model's
+                # safetensors mapped while loading, libraries, files in /dev/shm). The kernel can drop the
+                # file-backed ones under pressure, so they are told apart from what the run itself holds.
+                seen.append((p.pid, p.ppid(), p.cmdline(), mem.rss, getattr(mem, "shared", None)))
                 alive.append(p)
             except Exception:
                 continue  # a rank that exited since the last refresh
         self._procs = alive
-        lines = {pid: line for pid, _, line, _ in seen}
-        total = sum(rss for pid, ppid, line, rss in seen
-                    if pid == self._root_pid or lines.get(ppid) != line)
-        return total if alive else None
+        lines = {pid: line for pid, _, line, _, _ in seen}
+        # A forked child with its parent's command line (a data loader, a compile job's fork) shares its
+        # parent's pages: counted once, with the parent.
+        counted = [(rss, shared) for pid, ppid, line, rss, shared in seen
+                   if pid == self._root_pid or lines.get(ppid) != line]
+        if not alive:
+            return None, None
+        shared = [sh for _, sh in counted]
+        return sum(rss for rss, _ in counted), (sum(shared) if None not in shared else None)
 
     def _nvme(self) -> Optional[int]:
         if self._nvme_path is None:
@@ -153,20 +162,20 @@ class TelemetrySampler:
             except Exception:
                 gpus.append({"index": g.index, "util": None, "mem_used": None, "mem_total": None,
                              "power_w": None, "temp_c": None})
-        cpu = ram_used = ram_total = rss = None
+        cpu = ram_used = ram_total = rss = rss_file = None
         if self._psutil is not None:
             try:
                 cpu = float(self._psutil.cpu_percent(interval=None))
             except Exception:
                 cpu = None
             ram_used, ram_total = self._ram()
-            rss = self._rss()
+            rss, rss_file = self._rss()
         try:
             nvme = self._nvme()
         except Exception:
             nvme = None
         return {"gpus": gpus, "cpu_percent": cpu, "ram_used": ram_used, "ram_total": ram_total,
-                "rss": rss, "nvme_bytes": nvme}
+                "rss": rss, "rss_file": rss_file, "nvme_bytes": nvme}
 
     def close(self) -> None:
         self._nvml.close()

@@ -14,7 +14,7 @@ from nvml_fake import H100, NVMLError, fake  # noqa: E402
 from zerotui.core.events.stream import make_event, validate  # noqa: E402
 from zerotui.core.hardware.telemetry import TelemetrySampler  # noqa: E402
 
-KEYS = {"gpus", "cpu_percent", "ram_used", "ram_total", "rss", "nvme_bytes"}
+KEYS = {"gpus", "cpu_percent", "ram_used", "ram_total", "rss", "rss_file", "nvme_bytes"}
 GPU_KEYS = {"index", "util", "mem_used", "mem_total", "power_w", "temp_c"}
 
 
@@ -62,6 +62,32 @@ def test_rss_sums_the_process_tree():
         child.wait()
     with TelemetrySampler(children_refresh_s=0) as s:  # the child is gone: counted no more
         assert s.sample()["rss"] < own + (300 << 20) * 0.5
+
+
+def test_file_pages_a_run_maps_are_told_apart_from_its_own_memory(tmp_path):
+    # A model's safetensors are read through a mapping: their pages count in RSS while mapped, but they
+    # are the file's (the kernel can drop them), not memory the run allocated. A child maps 300 MB of a
+    # file and touches it, then allocates 200 MB of its own.
+    data = tmp_path / "weights.bin"
+    data.write_bytes(b"\1" * (300 << 20))
+    code = ("import mmap, sys, time\n"
+            f"f = open({str(data)!r}, 'rb'); m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
+            "total = sum(m[i] for i in range(0, len(m), 4096))\n"
+            "own = bytearray(200 << 20)\n"
+            "sys.stdout.write('ok\\n'); sys.stdout.flush(); time.sleep(60)\n")
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ok"
+        with TelemetrySampler(root_pid=child.pid, children_refresh_s=0) as s:
+            sample = s.sample()
+        rss, file_pages = sample["rss"], sample["rss_file"]
+        assert file_pages >= (300 << 20) * 0.9                   # the mapped file is file pages
+        assert rss - file_pages >= (200 << 20) * 0.9             # the bytearray is the process's own
+        assert rss - file_pages < (200 << 20) + (150 << 20)      # and the file is not counted as its own
+        assert validate(make_event("telemetry", **sample)) == []
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_a_fork_that_has_not_exec_d_is_not_counted_twice():
