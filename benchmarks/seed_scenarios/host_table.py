@@ -12,6 +12,8 @@ recorded them (``rss_file``, since 2026-12-07) are judged on RSS less them ("own
 RSS, which errs high. Rows where host RAM is what decides (the optimizer or weights offloaded to the CPU)
 are marked; the rule for them is the GPU's: no measured figure more than 3% above the estimate. Exit 1
 when a marked row breaks it on a figure without file pages (RSS alone cannot say which side it is on).
+Not yet checked on a GPU: whether CUDA's pinned host buffers count as the process's own pages there (if
+they counted as shared, "own" would leave them out); the first offload run with ``rss_file`` says.
 """
 from __future__ import annotations
 
