@@ -82,11 +82,21 @@ def full_model(plan: Any, final: Path | None, loaded: Loaded | None, dtype: str)
     if final is not None:
         return AutoModelForCausalLM.from_pretrained(str(final), dtype=torch_dtype_of(dtype))
     assert loaded is not None
+    from accelerate import init_empty_weights
+
     config, names, _tied = _checked_names(plan, loaded)
-    with torch.device("meta"):
+    # Weights on the meta device (the checkpoint's take their place), buffers made for real: the ones a
+    # model computes in __init__ and never saves (RoPE's inv_freq) are not in any checkpoint, and left on
+    # the meta device the first forward fails ("Cannot copy out of meta tensor").
+    with init_empty_weights(include_buffers=False):
         model = AutoModelForCausalLM.from_config(config, dtype=torch_dtype_of(dtype),
                                                  trust_remote_code=plan.trust_remote_code)
     want = torch_dtype_of(dtype)
     model.load_state_dict({k: v.to(want) for k, v in loaded.state.items() if k in names}, strict=False, assign=True)
     model.tie_weights()
+    empty = [n for n, t in (*model.named_parameters(), *model.named_buffers()) if t.device.type == "meta"]
+    if empty:
+        raise RunError(f"checkpoint {loaded.info.path} left {len(empty)} tensors of the model without values "
+                       f"(first: {empty[0]})", "it was saved by another model or zerotui version; pick another "
+                       "checkpoint, or `zerotui merge` the run and chat with the merged folder")
     return model

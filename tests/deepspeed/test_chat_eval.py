@@ -159,6 +159,9 @@ def test_full_run_chats_from_final_and_a_checkpoint(full_run):
     assert (ck.source, ck.step) == ("step10", 10)
     for name, w in direct.state_dict().items():  # the fp32 masters, cast to bf16: what the engine held
         assert torch.equal(ck.model.state_dict()[name], w), name
+    # and it runs: the buffers no checkpoint holds (RoPE's inv_freq) were made, not left on the meta device
+    assert not [n for n, b in ck.model.named_buffers() if b.device.type == "meta"]
+    assert reply(ck.model, ck.tokenizer, ck.plan, [{"role": "user", "content": PROMPT}], settings) == text
 
 
 def test_bad_requests_name_what_exists(tmp_path, lora_run, zerotui_cli):
