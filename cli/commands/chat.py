@@ -55,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
         rm = load_run_model(paths, args.checkpoint, doing="chat with")
     for note in rm.skipped:
-        sys.stderr.write(f"zerotui chat: skipped checkpoint {note}\n")
+        what = "" if note.startswith("final/") else "checkpoint "
+        sys.stderr.write(f"zerotui chat: skipped {what}{note}\n")
     head = [{"role": "system", "content": args.system}] if args.system else []
     if not interactive:
         messages = [*head, {"role": "user", "content": prompt}]

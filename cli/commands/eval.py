@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         rm = load_run_model(paths, args.checkpoint, doing="evaluate")
         result = evaluate(rm, args.samples)
     for note in rm.skipped:
-        sys.stderr.write(f"zerotui eval: skipped checkpoint {note}\n")
+        what = "" if note.startswith("final/") else "checkpoint "
+        sys.stderr.write(f"zerotui eval: skipped {what}{note}\n")
     fields = eval_event(rm, result)
     with EventWriter(paths.events) as writer:
         event = writer.emit("eval", **fields)

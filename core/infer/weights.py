@@ -20,6 +20,7 @@ from typing import Any
 from zerotui.core.errors import RunError
 from zerotui.core.export.checkpoint_load import Loaded, load_checkpoint
 from zerotui.core.export.merge import run_tokenizer
+from zerotui.core.export.final_check import final_problem
 from zerotui.core.export.merge_full import full_model
 from zerotui.core.run.folder import RunPaths, require_intact
 from zerotui.core.run.settled import LIVE_STATES
@@ -33,7 +34,7 @@ class RunModel:
     plan: Any
     source: str             # "final" or a checkpoint tag
     step: int | None     # the optimizer step the weights are from, when known
-    skipped: list[str] = field(default_factory=list)  # damaged checkpoints passed over, with why
+    skipped: list[str] = field(default_factory=list)  # damaged final/ or checkpoints passed over: "tag: why"
 
 
 def has_final(paths: RunPaths) -> bool:
@@ -88,6 +89,15 @@ def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = 
     use_final = checkpoint in (None, "final") and has_final(paths)
     if checkpoint == "final" and not use_final:
         raise RunError(f"run {paths.name} has no final/ ({what_exists(paths)})", "pick a checkpoint instead")
+    passed_over = []
+    damaged = final_problem(paths.final, plan) if use_final else ""
+    if damaged:  # as merge does: the newest complete checkpoint holds the same weights
+        if checkpoint == "final" or not any(c.complete for c in list_checkpoints(paths.checkpoints)):
+            raise RunError(f"run {paths.name}: final/{damaged}",
+                           "pick a checkpoint (--checkpoint latest), or restore final/ from a copy"
+                           if checkpoint == "final" else "restore final/ from a copy, or train the run again")
+        use_final = False
+        passed_over.append(f"final/: {damaged.lstrip()}")
     loaded = None if use_final else load_checkpoint(paths, checkpoint)
     if not use_final and loaded is None:
         raise RunError(f"run {paths.name} has no weights to {doing} ({what_exists(paths)})",
@@ -103,7 +113,7 @@ def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = 
     tokenizer = run_tokenizer(plan, paths.final)
     source = "final" if use_final else loaded.info.tag  # type: ignore[union-attr]
     step = _final_step(paths) if use_final else loaded.info.step  # type: ignore[union-attr]
-    return RunModel(model, tokenizer, plan, source, step, list(loaded.skipped) if loaded else [])
+    return RunModel(model, tokenizer, plan, source, step, passed_over + (list(loaded.skipped) if loaded else []))
 
 
 def _dtype(plan: Any) -> Any:

@@ -198,6 +198,19 @@ def test_bad_requests_name_what_exists(tmp_path, lora_run, zerotui_cli):
     assert f"step10: {victim.name} is cut short or damaged" in r.stderr, r.stderr
 
 
+def test_a_damaged_final_is_passed_over_for_the_newest_checkpoint(tmp_path, full_run, zerotui_cli):
+    copy = tmp_path / "20260101-000000-final-damaged"
+    shutil.copytree(full_run.root, copy)
+    (copy / "final" / "model.safetensors").write_bytes(os.urandom(4000))
+    r = zerotui_cli("chat", str(copy), "--prompt", PROMPT, "--json", "--max-new-tokens", "4")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["source"] == "step10"
+    assert "zerotui chat: skipped final/: model.safetensors is damaged" in r.stderr and "Traceback" not in r.stderr
+    asked = zerotui_cli("eval", str(copy), "--checkpoint", "final")  # asked for by name: refused, not swapped
+    assert asked.returncode == 2 and asked.stderr.count("\n") == 1, asked.stderr
+    assert "final/model.safetensors is damaged" in asked.stderr and "--checkpoint latest" in asked.stderr
+
+
 @pytest.fixture(scope="module")
 def qlora_run(tmp_path_factory, cache):
     paths = make_run(tmp_path_factory.mktemp("runs") / "20260101-000000-qlora", method="qlora", precision="fp32",
