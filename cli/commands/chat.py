@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompt", metavar="TEXT", help="answer this once and exit (default: a conversation)")
     parser.add_argument("--system", metavar="TEXT", help="a system message before the conversation")
     parser.add_argument("--max-new-tokens", type=int, default=128, metavar="N",
-                        help="longest answer in tokens (default: 128)")
+                        help="longest answer in tokens (default: 128; at most what the model's context "
+                             "window leaves after the conversation)")
     parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
                         help="sampling temperature; 0 (the default) is greedy: the same answer every time")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed for sampling (temperature > 0)")

@@ -82,6 +82,14 @@ def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
     device = next(model.parameters()).device
     inputs = torch.tensor([ids], dtype=torch.long, device=device)
     kw = _kwargs(tokenizer, settings)
+    # Past its context window a model has no positions left (RoPE runs on, learned tables fail): an
+    # answer ends there, whatever --max-new-tokens asked.
+    window = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if isinstance(window, int) and window > 0:
+        if len(ids) >= window:
+            raise RunError(f"the conversation is {len(ids):,} tokens and the model's context window "
+                           f"{window:,}", "start a new conversation, or give a shorter prompt")
+        kw["max_new_tokens"] = min(kw["max_new_tokens"], window - len(ids))
     if stop is not None:
         kw["stopping_criteria"] = _stopping(stop)
     if settings.temperature > 0:
@@ -92,6 +100,12 @@ def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
         return out[0, len(ids):].tolist()
     streamer = TextIteratorStreamer(tokenizer, skip_prompt=True, skip_special_tokens=True)
     result: dict[str, Any] = {}
+    # The caller's thread may be interrupted (Ctrl-C) while the model generates in its own: the answer is
+    # then ended at the next token and the thread joined before the interrupt goes on, since an
+    # interpreter that exits under a thread still inside torch aborts ("terminate called ...", rc 134).
+    halted = threading.Event()
+    asked = stop
+    kw["stopping_criteria"] = _stopping(lambda: halted.is_set() or bool(asked and asked()))
 
     def work() -> None:
         try:
@@ -104,9 +118,14 @@ def generate_ids(model: Any, tokenizer: Any, ids: list[int], settings: Settings,
 
     thread = threading.Thread(target=work, name="zerotui-generate", daemon=True)
     thread.start()
-    for piece in streamer:
-        if piece:
-            on_text(piece)
+    try:
+        for piece in streamer:
+            if piece:
+                on_text(piece)
+    except BaseException:
+        halted.set()
+        thread.join(timeout=30)
+        raise
     thread.join()
     if "err" in result:
         raise result["err"]
