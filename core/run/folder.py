@@ -162,7 +162,9 @@ def _status_state(paths: RunPaths, st: dict[str, Any], now: Optional[float]) -> 
     if state in ("completed", "stopped", "failed"):
         return state
     if not st:
-        return "lost" if paths.events.exists() and _age(paths.root, now) > LOST_AFTER_S else "starting"
+        # Judged by events.jsonl's own age, not the folder's: a resume's storage probe writes in the folder,
+        # which made a run whose status.json was lost "starting" again at every resume (and refused it).
+        return "lost" if paths.events.exists() and _age(paths.events, now) > LOST_AFTER_S else "starting"
     pids = _status_pids(st)
     alive = any(pid_alive(p) for p in pids) if pids else True
     beat = float(st.get("heartbeat") or 0)  # a number: read_status dropped anything else
@@ -196,9 +198,9 @@ def live_pids(st: dict[str, Any]) -> list[int]:
     return out
 
 
-def _age(root: Path, now: Optional[float]) -> float:
+def _age(path: Path, now: Optional[float]) -> float:
     try:
-        return (now or time.time()) - root.stat().st_mtime
+        return (now or time.time()) - path.stat().st_mtime
     except OSError:
         return 0.0
 

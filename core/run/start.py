@@ -27,6 +27,7 @@ from zerotui.core.plan.schema import Plan, load_plan, plan_from_dict
 from zerotui.core.run.folder import (RunPaths, new_run_dir, read_status, require_intact, require_not_silent,
                                      run_state, write_status)
 from zerotui.core.run.run_files import open_append
+from zerotui.core.run.settled import last_finished
 from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
 from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run import spare, spare_claim
@@ -216,7 +217,11 @@ def _check_resumable(paths: RunPaths) -> None:
                        f"stop it first with `zerotui stop {paths.name}`, or watch it with "
                        f"`zerotui attach {paths.name}`")
     if state == "completed":
-        raise RunError(f"run {paths.name} completed at step {st.get('step')}; there is nothing to resume",
+        step = st.get("step")
+        if not isinstance(step, int):  # status.json lost: the stream's end says where it finished
+            step = (last_finished(paths.events) or {}).get("step")
+        at = f" at step {step}" if isinstance(step, int) else ""
+        raise RunError(f"run {paths.name} completed{at}; there is nothing to resume",
                        "start a new run with `zerotui train` (e.g. with a higher --max-steps)")
     if state == "lost":
         require_not_silent(paths, st)  # a second worker would train on the same folder beside it

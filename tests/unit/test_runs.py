@@ -154,3 +154,22 @@ def test_list_and_resolve(tmp_path):
         resolve_run("-", tmp_path)
     with pytest.raises(RunError, match="no runs in"):
         resolve_run(None, tmp_path / "empty")
+
+
+def test_a_run_without_status_is_judged_by_its_events_not_by_writes_in_its_folder(tmp_path):
+    # status.json deleted (a user following "restore or delete that file"): the run is lost once its
+    # events are older than the silence rule, and stays lost when a resume's storage probe writes in the
+    # folder (it was "starting" again at every resume, which refused it).
+    from zerotui.core.run.storage import check_storage
+
+    paths = make(tmp_path, "nostatus")
+    paths.events.write_text('{"v": 1, "t": 1, "type": "log", "message": "x"}\n')
+    old = time.time() - LOST_AFTER_S - 30
+    os.utime(paths.events, (old, old))
+    assert not paths.status.exists()
+    assert run_state(paths) == "lost"
+    check_storage(paths.root, "the run folder", "free some space")  # what resume does first
+    assert time.time() - paths.root.stat().st_mtime < 5  # the probe did write in the folder
+    assert run_state(paths) == "lost"
+    paths.events.write_text(paths.events.read_text())  # a worker writing events: a start on its way
+    assert run_state(paths) == "starting"
