@@ -16,9 +16,9 @@ Every rank records how it ended (``rank_records``: pid, the environment it got, 
 exits 0 for a completed or stopped run, 1 for a failed one. Only rank 0 writes events and the heartbeat;
 other ranks (the DeepSpeed launcher starts one worker per GPU) only train and obey signals.
 
-The worker never writes ``run_finished`` or the final status: the supervisor (``run.supervisor``), whose
-child it always is, writes them once every process of the run has exited — also when a worker was killed
-and could say nothing. ``main`` refuses to run without one.
+The supervisor (``run.supervisor``), whose child it always is, writes ``run_finished`` and the final
+status once every process of the run has exited — also when a worker was killed and could say nothing.
+``main`` refuses to run without one; rank 0 writes them only if that supervisor is gone (``orphan_end``).
 """
 from __future__ import annotations
 
@@ -42,6 +42,7 @@ from zerotui.core.run.rank_records import env_line, failure_cause, record_end, r
 from zerotui.core.run.folder import HEARTBEAT_S, RunPaths, read_status, write_status
 from zerotui.core.run.inbox import ControlInbox
 from zerotui.core.run.monitor import RamWatch, RunTracker, StallWatch, describe_failure
+from zerotui.core.run.orphan_end import record_orphan_end
 
 #: Seconds between telemetry events; ZEROTUI_TELEMETRY_S overrides it (0 turns telemetry off, which is
 #: how benchmarks/worker_overhead.py measures its cost).
@@ -89,9 +90,8 @@ class Worker:
         self._signal_names: list[str] = []
         self._finish_lock = threading.Lock()
         self._finished = False
-        # Several processes: this rank's record, and the supervisor that writes the run's end.
-        self.rank_start: Optional[dict[str, Any]] = None
-        self.supervisor = supervisor_pid()
+        self.rank_start: Optional[dict[str, Any]] = None  # this rank's record (several processes)
+        self.supervisor = supervisor_pid()  # which writes the run's end
         self._pids: list[int] = [os.getpid()]
         self._pids_at = -1e18
         self.inbox = ControlInbox(paths, self.control, self.tracker, self._launched)
@@ -362,11 +362,11 @@ class Worker:
             # (A failure of the loop was recorded when it happened, with its own time.)
             self._guard("rank record", lambda: record_end(self.paths.root, self.rank, self.rank_start or {},
                                                           state, reason, cause, self.tracker.step))
-        if self.rank == 0:
-            # The supervisor writes run_finished and the final status once every process has exited.
+        if self.rank == 0:  # the supervisor writes run_finished and the final status, unless it is gone
             if self.writer is not None:
                 self._guard("closing events.jsonl", self.writer.close)
             self._guard("status", lambda: self._status("stopping", reason=reason))
+            self._guard("end", lambda: record_orphan_end(self.paths, self.supervisor, state, reason, self.tracker.step))
         sys.stderr.write(f"zerotui worker: run {state}: {reason}\n")
         return 0 if state in ("completed", "stopped") else 1
 

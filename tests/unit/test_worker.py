@@ -220,6 +220,27 @@ def test_a_worker_without_its_supervisor_refuses_to_start(tmp_path):
     assert not paths.events.exists() and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_a_worker_whose_supervisor_was_killed_records_the_end_itself(tmp_path):
+    # kill -9 of the supervisor alone: the worker trains on to its last step. The run must read as
+    # completed, with one run_finished and a final status, not as "lost" with a resume offered.
+    from zerotui.core.run.orphan_end import ORPHAN_NOTE
+    from zerotui.core.run.folder import pid_alive
+
+    paths = make_run(tmp_path, max_steps=12)
+    proc = start_worker(paths, step_s=0.3)
+    worker = worker_pid(paths)
+    wait_until(step_reached(paths, 2), what="step 2", paths=paths)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    wait_until(lambda: not pid_alive(worker), timeout=90, what="the worker's end", paths=paths)
+    finished = events(paths, "run_finished")
+    assert len(finished) == 1 and events(paths)[-1]["type"] == "run_finished"
+    assert finished[0]["state"] == "completed" and finished[0]["step"] == 12 and ORPHAN_NOTE in finished[0]["reason"]
+    st = read_status(paths)
+    assert st["state"] == "completed" and st["phase"] == "finished" and st["step"] == 12
+    assert run_state(paths) == "completed"
+
+
 def test_stall_alert_names_phase_and_step(tmp_path):
     paths = make_run(tmp_path, max_steps=2, stall_minutes=0.02)  # 1.2 s without progress
     proc = start_worker(paths, step_s=3.0)
