@@ -12,6 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--foreground", action="store_true", help="stay attached and print steps until it ends")
     parser.add_argument("--force", action="store_true",
                         help="resume even when the memory estimate says the plan does not fit")
+    parser.add_argument("--restart", action="store_true",
+                        help="train again from step 0 when the run saved checkpoints but none is left to "
+                             "continue from (deleted, or set aside as damaged)")
     parser.add_argument("--runs-dir", type=folder, metavar="DIR", help="where the runs are (default: the user data folder)")
     parser.add_argument("--json", action="store_true",
                         help="print {run, path, pid} as JSON; with --foreground, the run's end once it has ended")
@@ -26,10 +29,10 @@ def run(args: argparse.Namespace) -> int:
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
     offset = events_end(paths)
     step = last_checkpoint_step(paths)
-    paths = resume_run(paths, force=args.force)
+    paths = resume_run(paths, force=args.force, restart=args.restart)
     if not args.json:
         print(f"continuing from the checkpoint at step {step}" if step is not None
-              else "no complete checkpoint yet: the run starts again from step 0")
+              else "no complete checkpoint: the run starts again from step 0")
     if args.foreground and args.json:
         from zerotui.cli.foreground_json import follow_as_json
 

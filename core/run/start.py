@@ -28,6 +28,7 @@ from zerotui.core.run.folder import (RunPaths, new_run_dir, read_status, require
                                      run_state, write_status)
 from zerotui.core.run.run_files import open_append
 from zerotui.core.run.settled import last_finished
+from zerotui.core.run.progress import require_progress_kept
 from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
 from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run import spare, spare_claim
@@ -185,14 +186,18 @@ def last_checkpoint_step(paths: RunPaths) -> Optional[int]:
     return info.step if info is not None else None
 
 
-def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool = False) -> RunPaths:
-    """Start a worker with ``--resume`` on an existing run folder; refuses a live or completed run."""
+def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool = False,
+               restart: bool = False) -> RunPaths:
+    """Start a worker with ``--resume`` on an existing run folder; refuses a live or completed run, and
+    one that saved checkpoints but has none left to continue from unless ``restart`` (from step 0)."""
     if not os.path.lexists(paths.plan):
         raise RunError(f"{paths.root} is not a run folder (no plan.yaml)", "`zerotui runs` lists the runs")
     # A FIFO, a symlink or a tampered status.json in the folder: one line now, not a worker blocked in
     # open() or appending through a link to a file outside the run.
     require_intact(paths, "resume")
     _check_resumable(paths)  # a completed or live run is refused before anything (the lock) is written
+    if not restart:
+        require_progress_kept(paths)
     check_storage(paths.root, "the run folder", _resume_hint(paths))  # full or read-only: nor on such a disk
     # Two `zerotui resume` at once (two terminals, the TUI and the CLI) must not start two workers on
     # one folder: the check below and the "starting" status written by _launch happen under one lock.

@@ -112,3 +112,32 @@ def test_disk_full_during_a_save_fails_clearly_and_keeps_the_previous_checkpoint
     assert (paths.checkpoints / "latest").read_text() == "step3"
     assert (paths.checkpoints / "step3" / ck.MARKER).exists() and not (paths.checkpoints / "step5").exists()
     assert [e["step"] for e in events(paths, "checkpoint")] == [3]  # never announced
+
+
+def test_a_resume_whose_every_checkpoint_is_damaged_fails_rather_than_start_again_from_step_0(tmp_path, cache,
+                                                                                            reference):
+    """It once set the last one aside and trained from step 0 under the same name, replacing final/ at
+    the end. Now the run fails naming the checkpoint, keeps final/, and a later resume is refused before
+    launch until the user asks for a restart (`zerotui resume --restart`)."""
+    from zerotui.core.errors import RunError
+    from zerotui.core.run.progress import require_progress_kept
+
+    run = tmp_path / "all-damaged"
+    shutil.copytree(reference.root, run)
+    paths = type(reference)(run)
+    for tag in ("step5", "step10", "step15"):
+        shutil.rmtree(paths.checkpoints / tag)
+    states = next((paths.checkpoints / "step20").glob("*model_states.pt"))
+    states.write_bytes(states.read_bytes()[:100])
+    final_bytes = {p.name: p.read_bytes() for p in paths.final.iterdir() if p.is_file()}
+    steps_before = len(events(paths, "step"))
+    result = run_engine(paths, "--resume", cache=cache)
+    assert result.get("type") == "RunError", result  # the worker makes it the failed run's reason
+    assert "no checkpoint of the run loads (the last, step20, is damaged" in result["error"]
+    assert len(events(paths, "step")) == steps_before  # not one step trained again
+    assert {p.name: p.read_bytes() for p in paths.final.iterdir() if p.is_file()} == final_bytes
+    assert (paths.checkpoints / "damaged-step20" / states.name).exists()  # set aside, nothing deleted
+    with pytest.raises(RunError) as err:
+        require_progress_kept(paths)
+    assert "no complete checkpoint left" in err.value.message and "set aside as damaged" in err.value.message
+    assert f"zerotui resume {paths.name} --restart" in err.value.hint
