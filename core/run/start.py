@@ -242,6 +242,10 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
                                    "rows; the run resumes on the data it started with")
     spec = spec_for_plan(plan)
     budget = preflight(plan, hardware, spec, force=force)
+    from zerotui.core.estimate.checkpoint_size import checkpoint_bytes, checkpoint_disk_bytes
+
+    check_checkpoint_room(paths.root, checkpoint_bytes(plan, spec), checkpoint_disk_bytes(plan, spec), force,
+                          resume=True)  # else it trains from the checkpoint and fails again at the next save
     # The same plan on this machine: ds_config.json changes only if the number of processes did.
     files = launch_files(plan, plan.world_size(hardware.gpu_count), spec, paths.root, hardware, budget)
     del files["plan.yaml"]  # the frozen plan stays exactly as it was written

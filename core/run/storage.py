@@ -74,17 +74,23 @@ def storage_error(err: OSError, folder: Path, what: str, hint: str) -> StorageEr
     return StorageError(f"{what} {folder} cannot be written: {problem}{left}", hint)
 
 
-def check_checkpoint_room(folder: Path, one: int, most: int, force: bool = False) -> None:
+def check_checkpoint_room(folder: Path, one: int, most: int, force: bool = False, resume: bool = False) -> None:
     """Refuse (StorageError) a run whose runs folder cannot take even one of its checkpoints (``one``
     bytes): it would train until its first save and fail there, losing what it trained. ``most``: what
     keeping its checkpoints takes at the moment a new one is written, named in the message. ``force``
-    launches anyway (space freed meanwhile, a folder emptied by hand)."""
+    launches anyway (space freed meanwhile, a folder emptied by hand). ``resume``: ``folder`` is the run's
+    own, whose kept checkpoints already hold their space; the next save needs one more."""
     free = free_bytes(folder)
     if force or free is None or free >= one:
         return
-    raise StorageError(
-        f"the runs folder {folder} has {format_bytes(free)} free, and one checkpoint of this plan takes "
-        f"{format_bytes(one)} (the optimizer's fp32 state, 12 bytes a trainable weight, and below ZeRO-3 the "
-        f"16-bit weights; keeping them takes up to {format_bytes(most)}): the run would fail at its first save",
+    what = f"the run folder {folder}" if resume else f"the runs folder {folder}"
+    hint = ("free space on that disk (older runs' checkpoints, `zerotui runs` lists them); --force resumes "
+            "anyway; nothing was written") if resume else (
         "choose a runs folder on a disk with room (--runs-dir or ZEROTUI_RUNS_DIR), or train adapters "
         "(--method lora or qlora: checkpoints hold only them); --force launches anyway; nothing was written")
+    raise StorageError(
+        f"{what} has {format_bytes(free)} free, and one checkpoint of this plan takes "
+        f"{format_bytes(one)} (the optimizer's fp32 state, 12 bytes a trainable weight, and below ZeRO-3 the "
+        f"16-bit weights; keeping them takes up to {format_bytes(most)}): the run would fail at its "
+        f"{'next' if resume else 'first'} save",
+        hint)

@@ -51,3 +51,36 @@ def test_a_folder_without_room_for_one_is_refused_unless_forced(tmp_path):
     assert "--runs-dir" in err.value.hint and "--method lora" in err.value.hint and "--force" in err.value.hint
     check_checkpoint_room(tmp_path, free + GIB, 3 * (free + GIB), force=True)
     check_checkpoint_room(tmp_path, free // 2, 3 * free)  # room for one: launched (the rest is the user's)
+
+
+def test_a_resume_without_room_for_its_next_checkpoint_is_refused_unless_forced(tmp_path, monkeypatch):
+    # It trained from its checkpoint and failed again at the same save (a 30 MiB disk, 14.6 MiB free).
+    from zerotui.core.run import start
+    from zerotui.core.run.folder import RunPaths, write_status
+
+    free = free_bytes(tmp_path)
+    with pytest.raises(StorageError) as err:
+        check_checkpoint_room(tmp_path, free + GIB, 3 * (free + GIB), resume=True)
+    assert f"the run folder {tmp_path}" in str(err.value) and "would fail at its next save" in str(err.value)
+    assert "--force resumes anyway" in err.value.hint and "--runs-dir" not in err.value.hint
+    # and resume_run asks it, with the run's own folder, before anything is launched
+    seen = []
+
+    def no_room(folder, one, most, force, resume):
+        seen.append((folder, resume))
+        raise StorageError("no room", "free space")
+
+    monkeypatch.setattr(start, "check_checkpoint_room", no_room)
+    paths = RunPaths(tmp_path / "20260101-000000-r")
+    (paths.root / "checkpoints").mkdir(parents=True)
+    paths.plan.write_text(Plan(name="r", model="tiny", data="sample", max_steps=5).to_yaml())
+    write_status(paths, state="stopped", step=0)
+    with pytest.raises(StorageError):
+        start.resume_run(paths)
+    assert seen == [(paths.root, True)] and read_state(paths) == "stopped"
+
+
+def read_state(paths):
+    from zerotui.core.run.folder import read_status
+
+    return read_status(paths)["state"]
