@@ -281,19 +281,22 @@ class Supervisor:
         if not isinstance(step, int):  # rank 0 said nothing (killed): the last step it reported
             step = _last_step(self.paths)
         world = r0.get("world_size") or len(records) or None
-        with EventWriter(self.paths.events) as writer:
-            if state == "failed" and culprit is not None and world != 1:
-                writer.emit("alert", kind="rank", message=reason, rank=culprit,
-                            hint=f"worker.log has every rank's output; `zerotui resume {self.paths.name}` "
-                                 "continues from the last complete checkpoint")
-            started = r0.get("started")
-            writer.emit("run_finished", state=state, reason=reason, step=step, rank=culprit,
-                        world_size=world, pids=pids, gpu_release=gpu,
-                        elapsed_s=round(time.time() - started, 1) if isinstance(started, (int, float)) else None)
-        st = read_status(self.paths)
-        write_status(self.paths, **{**st, "pid": os.getpid(), "pids": pids, "state": state, "reason": reason,
-                                    "phase": "finished", "step": step, "rank": culprit, "finished": time.time(),
-                                    "gpu_release": gpu, "heartbeat": time.time()})
+        try:  # a full disk must not end the supervisor in a traceback with the status left "running"
+            with EventWriter(self.paths.events) as writer:
+                if state == "failed" and culprit is not None and world != 1:
+                    writer.emit("alert", kind="rank", message=reason, rank=culprit,
+                                hint=f"worker.log has every rank's output; `zerotui resume {self.paths.name}` "
+                                     "continues from the last complete checkpoint")
+                started = r0.get("started")
+                writer.emit("run_finished", state=state, reason=reason, step=step, rank=culprit,
+                            world_size=world, pids=pids, gpu_release=gpu,
+                            elapsed_s=round(time.time() - started, 1) if isinstance(started, (int, float)) else None)
+            st = read_status(self.paths)
+            write_status(self.paths, **{**st, "pid": os.getpid(), "pids": pids, "state": state, "reason": reason,
+                                        "phase": "finished", "step": step, "rank": culprit, "finished": time.time(),
+                                        "gpu_release": gpu, "heartbeat": time.time()})
+        except OSError as err:
+            self._log(f"could not record the end in {self.paths.root} ({err.strerror or err}); run {state}: {reason}")
         self._log(f"run {state}: {reason}")
         self._log(gpu["note"])
         if self.notifier is not None:  # the end (and any alert not yet through) reaches the user's URL
