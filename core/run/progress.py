@@ -11,8 +11,9 @@ from typing import Optional
 
 from zerotui.core.errors import RunError
 from zerotui.core.run.folder import RunPaths, read_status
-from zerotui.core.safe_read import read_text
-from zerotui.core.train.checkpoint import newest_complete
+from zerotui.core.safe_read import RUN_FILE_BYTES, load_json, read_text
+from zerotui.core.train.checkpoint import MARKER, newest_complete
+from zerotui.core.train.checkpoint_shape import shape_changes
 from zerotui.core.train.resume_from import ASIDE
 
 
@@ -49,3 +50,20 @@ def require_progress_kept(paths: RunPaths) -> None:
                    "a resume would train it again from step 0",
                    f"`zerotui resume {paths.name} --restart` does that, replacing its final/ at the end; or put "
                    "the checkpoint back, or start a new run with `zerotui train`")
+
+
+def require_same_shape(paths: RunPaths, plan) -> None:
+    """RunError when plan.yaml now differs from the newest complete checkpoint in a field its files depend
+    on (core/train/checkpoint_shape.py): DeepSpeed's load would fail on it after the whole start-up."""
+    info = newest_complete(paths.checkpoints)
+    if info is None:
+        return
+    try:
+        marker = load_json(read_text(info.path / MARKER, RUN_FILE_BYTES, follow=False))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return  # the worker's load names a damaged checkpoint itself
+    changes = shape_changes(marker.get("shape") if isinstance(marker, dict) else None, plan)
+    if changes:
+        raise RunError(f"run {paths.name}'s plan.yaml changed since checkpoint {info.tag} was written "
+                       f"({'; '.join(changes)}), and that checkpoint loads only as it was written",
+                       f"put those values back in {paths.plan}, or start a new run with the new plan")

@@ -28,7 +28,7 @@ from zerotui.core.run.folder import (RunPaths, new_run_dir, read_status, require
                                      run_state, write_status)
 from zerotui.core.run.run_files import open_append
 from zerotui.core.run.settled import last_finished
-from zerotui.core.run.progress import require_progress_kept
+from zerotui.core.run.progress import require_progress_kept, require_same_shape
 from zerotui.core.safe_read import RUN_FILE_BYTES, describe, read_text
 from zerotui.core.run.input_check import check_inputs
 from zerotui.core.run import spare, spare_claim
@@ -235,6 +235,7 @@ def _check_resumable(paths: RunPaths) -> None:
 def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
     _check_resumable(paths)  # again, under the lock: another resume may have started it meanwhile
     plan = load_plan(paths.plan, follow=False)  # the run's own plan.yaml, never a link elsewhere
+    require_same_shape(paths, plan)  # edited since its checkpoint: stage, method or model
     hardware = hardware if hardware is not None else _detect()  # it may resume on another machine
     # The data file may have gone since the run started (docs/reliability.md); resume takes no --data.
     check_inputs(plan, training=True,

@@ -30,6 +30,7 @@ from zerotui.core.train.checkpoint_files import (damaged_file, fsync_tree, load_
 from zerotui.core.train.background_save import PinnedPool, RecordEngine, SnapshotEngine, WriteJob, Writer, write_file
 from zerotui.core.errors import RunError
 from zerotui.core.sizes import format_bytes
+from zerotui.core.train.checkpoint_shape import checkpoint_shape
 
 MARKER = "zerotui_complete.json"
 #: The folder a dry run of a save (``Checkpointer.prepare``) makes and removes; never a step tag.
@@ -225,7 +226,7 @@ class Checkpointer:
         """Rank 0, once every rank's files are durable: the marker, then DeepSpeed's ``latest``."""
         fsync_tree(p.path)
         atomic_write_json(p.path / MARKER, {"step": p.step, "tag": p.tag, "time": time.time(), "why": p.why,
-                                            "plan_hash": p.plan_hash})
+                                            "plan_hash": p.plan_hash, "shape": checkpoint_shape(self.plan)})
         atomic_write_text(self.folder / "latest", p.tag)
 
     def _finish_in_background(self, p: "_Pending", error: Optional[BaseException]) -> None:
@@ -336,6 +337,10 @@ class Checkpointer:
             raise RunError(f"checkpoint {info.path} holds objects a DeepSpeed checkpoint never holds, refused "
                            f"unread ({first[:160]})", "if you did not put them there, remove that folder to "
                            "resume from the checkpoint before it") from None
+        except (AssertionError, KeyError) as err:  # DeepSpeed's load, given files of another stage or model
+            raise RunError(f"checkpoint {info.tag} does not load into this run's model and ZeRO stage "
+                           f"({type(err).__name__}: {str(err)[:120]})", "it was written before plan.yaml's stage, "
+                           "method or model changed: put them back, or start a new run") from None
         except (RuntimeError, OSError, EOFError) as err:
             damaged = damaged_file(info.path)  # torch's "failed finding central directory" names no file
             if damaged is None:

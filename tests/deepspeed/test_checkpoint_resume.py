@@ -141,3 +141,30 @@ def test_a_resume_whose_every_checkpoint_is_damaged_fails_rather_than_start_agai
         require_progress_kept(paths)
     assert "no complete checkpoint left" in err.value.message and "set aside as damaged" in err.value.message
     assert f"zerotui resume {paths.name} --restart" in err.value.hint
+
+
+@pytest.mark.parametrize("edit", [{"stage": 3}, {"method": "lora"}], ids=["stage", "method"])
+def test_a_plan_edited_since_its_checkpoint_in_what_shapes_the_files_is_named(tmp_path, cache, reference, edit):
+    """plan.yaml's stage or method changed after the checkpoint: DeepSpeed's load raised a bare
+    AssertionError or a KeyError on a weight's name after the whole start-up. Now `resume` refuses before
+    launching, naming the change, and the load itself names the checkpoint if it gets that far."""
+    from zerotui.core.errors import RunError
+    from zerotui.core.plan.schema import load_plan
+    from zerotui.core.run.progress import require_same_shape
+
+    run = tmp_path / "edited"
+    shutil.copytree(reference.root, run)
+    paths = type(reference)(run)
+    plan = load_plan(paths.plan)
+    (field, value), = edit.items()
+    before = getattr(plan, field)
+    paths.plan.write_text(plan.with_changes(**edit).to_yaml())
+    with pytest.raises(RunError) as err:
+        require_same_shape(paths, load_plan(paths.plan))
+    assert f"changed since checkpoint step20 was written ({field} {before} → {value})" in err.value.message
+    assert str(paths.plan) in err.value.hint
+    if field == "method":  # a LoRA model's load looks for adapter weights in a full checkpoint: KeyError
+        paths.final.rename(run / "final-before")
+        result = run_engine(paths, "--resume", cache=cache)
+        assert result.get("type") == "RunError", result
+        assert "checkpoint step20 does not load into this run's model and ZeRO stage" in result["error"]
