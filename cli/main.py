@@ -9,6 +9,7 @@ Every user mistake ends as one line on stderr and exit code 2; a traceback is a 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -158,12 +159,22 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # A full disk, a folder turned read-only under a run: the machine's doing, not the input's, so
         # exit 1 (not 2), and one line naming the file instead of a traceback.
         where = f"{err.filename}: " if err.filename else ""
-        line = (f"{where}{err.strerror or err} (free some space or fix the permissions, "
-                "then run the command again)")
+        hint = _OS_HINTS.get(err.errno or 0, "")
+        line = f"{where}{err.strerror or err}" + (f" ({hint})" if hint else "")
         sys.stderr.write(f"zerotui: {line}\n")
         if as_json:
             print_json(error_document(line, 1, path=err.filename))
         return 1
+
+
+#: What a user can do about the system errors that reach the top; others (an address in use, a name too
+#: long) are shown as they are, without a hint that does not apply.
+_OS_HINTS = {errno.ENOSPC: "free some space, then run the command again",
+             errno.EDQUOT: "free some space within your quota, then run the command again",
+             errno.EROFS: "the file system is read-only: use a folder on a writable disk",
+             errno.EACCES: "fix the permissions, then run the command again",
+             errno.EPERM: "fix the permissions, then run the command again",
+             errno.EADDRINUSE: "another program listens on that port: choose another with --port"}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,32 @@
+"""A system error that reaches the top of a command: one line, exit 1, and a hint only where the error
+is one the user can act on that way (a full disk, permissions); an address in use says what to change,
+others are shown as they are (a "free some space" hint on a port in use sent users the wrong way)."""
+from __future__ import annotations
+
+import errno
+
+import pytest
+
+from zerotui.cli import main as cli_main
+
+
+@pytest.mark.parametrize("code,hint", [
+    (errno.ENOSPC, "(free some space, then run the command again)"),
+    (errno.EACCES, "(fix the permissions, then run the command again)"),
+    (errno.EADDRINUSE, "(another program listens on that port: choose another with --port)"),
+    (errno.ENAMETOOLONG, ""),
+])
+def test_each_system_error_gets_the_hint_that_fits_it(monkeypatch, capsys, code, hint):
+    def run(_args):
+        raise OSError(code, __import__("os").strerror(code), "/some/file")
+
+    from zerotui.cli.commands import runs
+
+    monkeypatch.setattr(runs, "run", run)
+    assert cli_main.main(["runs"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("zerotui: /some/file: ")
+    if hint:
+        assert err.rstrip().endswith(hint)
+    else:
+        assert "(" not in err and "free some space" not in err
