@@ -162,6 +162,18 @@ class ConfigMapper:
         if ga is not None:
             self.set_field("gradient_accumulation_steps", "grad_accum", ga)
 
+    def _enabled(self, section: str, value: Any) -> Any:
+        """A quoted "true"/"yes"/"1" read as DeepSpeed's pydantic config reads it (true), and said so."""
+        if not isinstance(value, str) or _is_auto(value):
+            return value
+        try:
+            flag = TypeAdapter(bool).validate_python(value)
+        except ValidationError:
+            self.warn(f"{section}.enabled={value!r} is not true or false; read as false")
+            return False
+        self.warn(f"{section}.enabled is the string {value!r}; read as {str(flag).lower()}, as DeepSpeed does")
+        return flag
+
     def precision(self) -> None:
         sections = {k: self.cfg[k] for k in ("fp16", "bf16", "bfloat16") if isinstance(self.cfg.get(k), dict)}
         for k in ("fp16", "bf16", "bfloat16"):
@@ -171,7 +183,7 @@ class ConfigMapper:
         if "bf16" in sections and "bfloat16" in sections:
             self.drop("bfloat16", "DeepSpeed reads 'bf16' when both are present")
             sections.pop("bfloat16")
-        on = {k: s.get("enabled", False) for k, s in sections.items()}
+        on = {k: self._enabled(k, s.get("enabled", False)) for k, s in sections.items()}
         autos = [k for k, v in on.items() if _is_auto(v)]
         for k in autos:
             self.auto(f"{k}.enabled", f"the plan keeps precision={Plan().precision}; choose with --precision")

@@ -241,3 +241,20 @@ def test_cli_import_writes_a_plan_and_reports(zerotui_cli, tmp_path):
     assert "[WARNING]" not in r.stdout  # DeepSpeed's own console messages never reach stdout
     r = zerotui_cli("import", str(src), "--json")
     assert json.loads(r.stdout)["plan"]["stage"] == 3
+
+
+@pytest.mark.parametrize("text,precision", [("true", "fp16"), ("yes", "fp16"), ("1", "fp16"), ("false", "fp32")])
+def test_a_quoted_enabled_is_read_as_deepspeed_reads_it(text, precision):
+    # DeepSpeed's pydantic config takes "yes" for true; the import read any string as off and planned fp32.
+    from deepspeed.runtime.precision_config import DeepSpeedFP16Config
+
+    assert DeepSpeedFP16Config(enabled=text).enabled is (precision == "fp16")
+    r = import_ds_config({"fp16": {"enabled": text}, "zero_optimization": {"stage": 2}})
+    assert r.plan.precision == precision
+    assert any(f"fp16.enabled is the string '{text}'" in w for w in r.warnings)
+
+
+def test_an_enabled_that_is_no_boolean_is_named_and_read_as_off():
+    r = import_ds_config({"bf16": {"enabled": "sometimes"}, "zero_optimization": {"stage": 2}})
+    assert r.plan.precision == "fp32"
+    assert any("bf16.enabled='sometimes' is not true or false" in w for w in r.warnings)
