@@ -304,7 +304,10 @@ class Checkpointer:
         kept = f"checkpoint {previous.tag} is intact" if previous else "no earlier checkpoint exists"
         message = (f"checkpoint at step {step} could not be written under {self.folder}: {why} ({free_s}); "
                    f"{kept}")
-        hint = "free space (or lower --keep-checkpoints), then `zerotui resume` continues from the last checkpoint"
+        # resume takes no plan options: keep_checkpoints is lowered in the run's plan.yaml, and only above 1
+        fewer = (f" (or lower keep_checkpoints from {self.plan.keep_checkpoints} in the run's plan.yaml)"
+                 if getattr(self.plan, "keep_checkpoints", 1) > 1 else "")
+        hint = f"free space{fewer}, then `zerotui resume` continues from the last checkpoint"
         if self.rank == 0:
             self.emit("alert", kind="disk", message=message, hint=hint)
         return RunError(message, hint)

@@ -109,6 +109,8 @@ def test_disk_full_during_a_save_fails_clearly_and_keeps_the_previous_checkpoint
     assert "checkpoint at step 5 could not be written" in result["error"] and "step3 is intact" in result["error"]
     alert = events(paths, "alert")[-1]
     assert alert["kind"] == "disk" and "zerotui resume" in alert["hint"]
+    # keep_checkpoints is 2 here: lowering it (in plan.yaml: resume takes no options) is offered
+    assert "lower keep_checkpoints from 2 in the run's plan.yaml" in alert["hint"] and "--keep" not in alert["hint"]
     assert (paths.checkpoints / "latest").read_text() == "step3"
     assert (paths.checkpoints / "step3" / ck.MARKER).exists() and not (paths.checkpoints / "step5").exists()
     assert [e["step"] for e in events(paths, "checkpoint")] == [3]  # never announced
