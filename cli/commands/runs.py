@@ -70,6 +70,11 @@ def run(args: argparse.Namespace) -> int:
     from zerotui.core.run.folder import list_runs
 
     base = args.runs_dir or default_runs_dir()
+    if base.exists() and not base.is_dir():  # else "no runs in /etc/passwd", as if it were an empty folder
+        from zerotui.core.errors import RunError
+
+        raise RunError(f"the runs folder {base} is not a folder",
+                       "give --runs-dir (or ZEROTUI_RUNS_DIR) a folder; the default is the user data folder")
     runs = list_runs(base)
     if not args.all and len(runs) > DEFAULT_SHOWN:
         live = [r for r in runs if r.live]

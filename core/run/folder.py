@@ -328,6 +328,9 @@ def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_liv
         if len(partial) > 1:
             names = ", ".join(r.name for r in partial[:5])
             raise RunError(f"{name!r} matches several runs: {names}", "give more of the run's name")
+        if os.sep in name and p.is_dir():  # a folder given by its path, not a run's: say what it is
+            raise RunError(f"{p} is not a zerotui run folder (it has no plan.yaml)",
+                           "give a run's folder or name; `zerotui runs` lists the runs")
         raise RunError(f"no run named {name!r} in {base}", "`zerotui runs` lists the runs")
     runs = list_runs(base)
     if not runs:

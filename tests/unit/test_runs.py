@@ -173,3 +173,20 @@ def test_a_run_without_status_is_judged_by_its_events_not_by_writes_in_its_folde
     assert run_state(paths) == "lost"
     paths.events.write_text(paths.events.read_text())  # a worker writing events: a start on its way
     assert run_state(paths) == "starting"
+
+
+def test_a_folder_given_by_path_that_is_no_run_is_named_as_such(tmp_path):
+    plain = tmp_path / "notrun"
+    plain.mkdir()
+    with pytest.raises(RunError) as err:
+        resolve_run(str(plain), tmp_path / "runs")
+    assert f"{plain} is not a zerotui run folder" in err.value.message  # not "no run named ... in runs/"
+
+
+def test_runs_refuses_a_runs_folder_that_is_a_file(tmp_path, capsys):
+    from zerotui.cli.main import main
+
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    assert main(["runs", "--runs-dir", str(afile)]) == 2
+    assert f"the runs folder {afile} is not a folder" in capsys.readouterr().err
