@@ -138,7 +138,8 @@ class Supervisor:
                 return
             pid = self.rank_pids.get(0)
             if pid is not None and proc_state(pid)[0] == "alive":
-                self._log(f"signal {self._forwarded}: passed on to rank 0 (pid {pid})")
+                self._log(f"{('first', 'second')[self._forwarded - 1]} signal "
+                          f"({self.signal_names[self._forwarded - 1]}): passed on to rank 0 (pid {pid})")
                 os.kill(pid, signal.SIGTERM)
             else:  # no rank 0 yet (still importing): nothing to checkpoint, end the start-up
                 self.forced = "stopped by a signal before training started"
