@@ -66,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
             print(json.dumps({"run": str(paths.root), "source": rm.source, "step": rm.step, "prompt": prompt,
                               "text": text}))
         else:
-            reply(rm.model, rm.tokenizer, rm.plan, messages, settings, on_text=_say)
+            text = reply(rm.model, rm.tokenizer, rm.plan, messages, settings, on_text=_say)
             _say("\n")
+            _blank_note(text)
         return 0
     sys.stderr.write(f"chatting with {paths.name} ({rm.source}); an empty line or /exit ends, /reset forgets\n")
     messages = list(head)
@@ -86,4 +87,12 @@ def run(args: argparse.Namespace) -> int:
         _say("model> ")
         answer = reply(rm.model, rm.tokenizer, rm.plan, messages, settings, on_text=_say)
         _say("\n")
+        _blank_note(answer)
         messages.append({"role": "assistant", "content": answer})
+
+
+def _blank_note(text: str) -> None:
+    """An answer of only spaces and newlines looks like nothing happened: say what it was."""
+    if not text.strip():
+        sys.stderr.write(f"zerotui chat: the model answered with {len(text)} whitespace characters and nothing else "
+                         "(a model early in training, or one the prompt's layout does not suit)\n")

@@ -30,3 +30,12 @@ def test_each_system_error_gets_the_hint_that_fits_it(monkeypatch, capsys, code,
         assert err.rstrip().endswith(hint)
     else:
         assert "(" not in err and "free some space" not in err
+
+
+def test_a_blank_answer_is_said_to_be_one(capsys):
+    from zerotui.cli.commands.chat import _blank_note
+
+    _blank_note("  \n\n ")
+    assert "answered with 5 whitespace characters and nothing else" in capsys.readouterr().err
+    _blank_note(" a ")
+    assert capsys.readouterr().err == ""
