@@ -1,6 +1,7 @@
-"""Messages of the CLI. A system error that reaches the top of a command: one line, exit 1, and a hint only where the error
-is one the user can act on that way (a full disk, permissions); an address in use says what to change,
-others are shown as they are (a "free some space" hint on a port in use sent users the wrong way)."""
+"""Messages of the CLI. A system error that reaches the top of a command: one line, exit 1, and a hint
+only where the error is one the user can act on that way (a full disk, permissions); an address in use
+says what to change, others are shown as they are (a "free some space" hint on a port in use sent users
+the wrong way). A blank answer from chat is said to be one."""
 from __future__ import annotations
 
 import errno
