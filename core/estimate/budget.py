@@ -176,6 +176,10 @@ def _warnings(job: Job, cpu_total: int, cpu_cap: int, nvme_in_ram: Optional[str]
                    "the swap buffers; a folder on a disk, or --offload-optimizer cpu, spares that")
     if not job.on_gpu:
         out.append("no GPU: training runs on the CPU, so its memory counts as host RAM")
+    card = int(job.hw.gpu_total_bytes or 0)
+    if job.on_gpu and job.plan.gpu_mem_cap and card and job.plan.gpu_mem_cap >= card:
+        out.append(f"the GPU memory cap {format_bytes(job.plan.gpu_mem_cap)} is not below the card's "
+                   f"{format_bytes(card)}, so it limits nothing; a cap below it stands in for a smaller card")
     total = int(job.hw.ram_total_bytes or 0)
     if cpu_cap and cpu_total > cpu_cap and cpu_total <= total:
         out.append(f"host RAM is judged against what is free now, less {format_bytes(system_reserve(total))} "

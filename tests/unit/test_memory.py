@@ -473,6 +473,11 @@ def test_a_gpu_memory_cap_is_the_capacity_the_budget_plans_against():
     capped = estimate(plan.with_changes(gpu_mem_cap="24GiB"), big)
     assert capped.gpu_capacity == 24 * 2**30 and capped.gpu_bytes == estimate(plan, big).gpu_bytes
     assert not estimate(plan.with_changes(gpu_mem_cap="8GiB"), big).fits
+    # a cap at or above the card limits nothing, and the budget says so rather than take it silently
+    assert not any("limits nothing" in w for w in capped.warnings)
+    above = estimate(plan.with_changes(gpu_mem_cap="200GiB"), big)
+    assert above.gpu_capacity == 141 * 2**30
+    assert any("cap 200.0 GiB is not below the card's 141.0 GiB, so it limits nothing" in w for w in above.warnings)
 
 
 def _margin(plan, spec) -> tuple[dict[str, float], float, float]:
