@@ -41,3 +41,14 @@ def settled_state(state: str, status: dict[str, Any], finished: Optional[dict[st
         return state
     final = finished.get("state")
     return final if final in FINAL_STATES else "completed"
+
+
+def last_alert_note(events: Path) -> list[str]:
+    """["its last alert: ..."] from the current session's stream tail (after its last run_started), or [].
+    A worker that dies on a full disk cannot write its own end, but its alert often got out first."""
+    for ev in reversed(read_end(events, 256 << 10, tail=True)):
+        if ev.get("type") == "run_started":
+            return []
+        if ev.get("type") == "alert" and ev.get("kind") in ("disk", "oom", "host_ram", "checkpoint"):
+            return [f"its last alert: {str(ev.get('message', ''))[:300]}"]
+    return []

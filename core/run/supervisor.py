@@ -41,6 +41,7 @@ from zerotui.core.run.deathwatch import DeathWatch
 from zerotui.core.run.notify import Notifier, notifier_for
 from zerotui.core.events.stream import EventWriter, read_end
 from zerotui.core.run.rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
+from zerotui.core.run.settled import last_alert_note
 from zerotui.core.run.verdict import decide
 from zerotui.core.run.folder import RunPaths, read_status, write_status
 from zerotui.core.run.run_files import read_json_file
@@ -270,8 +271,8 @@ class Supervisor:
         abort_cause = self._swap_disk_cause(plan) if self.deaths and plan is not None else ""
         state, reason, culprit = decide(records, self.deaths, rc, self.forced, launch_error, single=self.direct,
                                         abort_cause=abort_cause)
-        if self.notes:
-            reason = f"{reason}; {'; '.join(self.notes)}"
+        notes = self.notes + (last_alert_note(self.paths.events) if "without reporting why" in reason else [])
+        reason = f"{reason}; {'; '.join(notes)}" if notes else reason
         pids = sorted({os.getpid(), *self.seen})
         from zerotui.core.hardware.gpu_release import wait_gpu_release
 
