@@ -7,6 +7,7 @@ http://localhost:8000 on your own machine.
 from __future__ import annotations
 
 import argparse
+import re
 
 from zerotui.cli.arg_types import folder
 from zerotui.core.errors import PlanError
@@ -34,6 +35,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not 1 <= args.port <= 65535:
         raise PlanError(f"--port {args.port}: not a port number", "use 1-65535, e.g. --port 8000")
+    if args.public_url is not None and not re.match(r"^https?://[^\s/?#]+", args.public_url):
+        raise PlanError(f"--public-url {args.public_url!r}: not an http(s) address",
+                        "give the address browsers use, e.g. --public-url https://gpu-box.example:8000")
+    _check_address(args.host, args.port)  # before the URL is announced, not after it
     paths = resolve_run(args.run, args.runs_dir, prefer_live=True)  # a clear line now, not in the browser
     require_intact(paths, "serve")
     token = new_token(args.host)
@@ -51,3 +56,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"zerotui serve: run {paths.name} at {url} ({mode}); Ctrl+C stops the server, not the run", flush=True)
     server.serve()
     return 0
+
+
+def _check_address(host: str, port: int) -> None:
+    """PlanError when ``host:port`` cannot be listened on (a port in use, a name that does not resolve):
+    the server binds only once it serves, after its address was printed as if it worked."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as err:
+        raise PlanError(f"--host {host!r}: not an address this machine can listen on ({err})",
+                        "use 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)") from None
+    family, kind, proto, _name, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as err:
+            raise PlanError(f"cannot listen on {host}:{port}: {err.strerror or err}",
+                            "another program may hold that port: choose another with --port") from None

@@ -40,3 +40,24 @@ def test_a_blank_answer_is_said_to_be_one(capsys):
     assert "answered with 5 whitespace characters and nothing else" in capsys.readouterr().err
     _blank_note(" a ")
     assert capsys.readouterr().err == ""
+
+
+def test_serve_refuses_an_address_it_cannot_listen_on_before_announcing_it(tmp_path, capsys):
+    import socket
+
+    from zerotui.cli.main import main
+
+    held = socket.socket()
+    held.bind(("127.0.0.1", 0))
+    held.listen()
+    port = held.getsockname()[1]
+    try:
+        assert main(["serve", "--port", str(port), "--runs-dir", str(tmp_path)]) == 2
+        out = capsys.readouterr()
+        assert f"cannot listen on 127.0.0.1:{port}" in out.err and "--port" in out.err and out.out == ""
+    finally:
+        held.close()
+    assert main(["serve", "--host", "no such host name", "--runs-dir", str(tmp_path)]) == 2
+    assert "not an address this machine can listen on" in capsys.readouterr().err
+    assert main(["serve", "--public-url", "javascript:alert(1)", "--runs-dir", str(tmp_path)]) == 2
+    assert "not an http(s) address" in capsys.readouterr().err
