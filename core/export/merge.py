@@ -105,6 +105,9 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
                        "or `zerotui resume` it")
+    if use_final and not plan.uses_adapters() and not _readable_model(plan):
+        # A full fine-tune's final/ is a whole model with its config: the base it started from may be gone.
+        plan = plan.with_changes(model=str(final), model_config=None)
     spec = spec_for_plan(plan)  # the model's shape from its config alone: nothing is loaded yet
     if fmt == "gguf":
         from zerotui.core.export.gguf_export import check_supported
@@ -235,3 +238,15 @@ def run_tokenizer(plan: Any, final: Path) -> Any:
 
     return load_tokenizer(plan)
 
+
+
+def _readable_model(plan) -> bool:
+    """Whether the plan's base model (its config) can still be read here."""
+    from zerotui.core.errors import ModelError
+    from zerotui.core.model.spec import spec_for_plan
+
+    try:
+        spec_for_plan(plan)
+    except ModelError:
+        return False
+    return True

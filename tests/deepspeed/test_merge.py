@@ -309,3 +309,18 @@ def test_a_disk_that_fills_during_the_merge_is_said_and_leaves_nothing(tmp_path,
     assert err.value.message.startswith(f"writing a bf16 lora merge of ") and f"to {tmp_path} failed: the disk is full (" in err.value.message
     assert "nothing was left behind" in err.value.message and "-o a folder on a disk" in err.value.hint
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_runs_final_merges_after_its_base_model_is_gone(tmp_path, full_run):
+    # final/ of a full fine-tune is a whole model with its config: merging it needs nothing of the base,
+    # which users delete once trained (it was refused: the base's config could not be read).
+    from zerotui.core.plan.schema import load_plan
+
+    paths = _copy_run(full_run, tmp_path / "run")
+    gone = tmp_path / "deleted-base"
+    paths.plan.write_text(load_plan(paths.plan).with_changes(model=str(gone)).to_yaml())
+    from zerotui.core.export.merge import export_run
+
+    result = export_run(paths, tmp_path / "out")
+    assert result.source == "final"
+    assert torch.equal(logits(load(tmp_path / "out")), logits(load(full_run.final)))
