@@ -61,6 +61,8 @@ class RunTracker:
             start = fields.get("start_step", fields.get("resumed_from"))
             if isinstance(start, int) and self.step is None:
                 self.step = start
+            if fields.get("resumed_from") is not None and isinstance(start, int):
+                self.last_checkpoint_step = start  # the checkpoint it resumed from is still there
             self.phase = "training"
             self.training = True
         elif type_ == "checkpoint":

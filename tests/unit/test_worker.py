@@ -357,3 +357,13 @@ def test_control_inbox_skips_acknowledged_and_earlier_commands(tmp_path):
     acks = inbox.poll()
     assert control.stop.is_set() and not control.paused  # a stop wakes a paused loop
     assert acks[1]["ok"] is False and "stopping" in acks[1]["message"]
+
+
+def test_a_resumed_run_reports_the_checkpoint_it_resumed_from():
+    # `runs --json` showed checkpoint_step null for a resumed run until it saved again, with step491 there
+    resumed, fresh = RunTracker(), RunTracker()
+    resumed.observe("run_started", {"total_steps": 600, "start_step": 491, "resumed_from": "step491"})
+    fresh.observe("run_started", {"total_steps": 600, "start_step": 0, "resumed_from": None})
+    assert resumed.last_checkpoint_step == 491 and fresh.last_checkpoint_step is None
+    resumed.observe("checkpoint", {"step": 500, "path": "x"})
+    assert resumed.last_checkpoint_step == 500
