@@ -5,6 +5,7 @@ only the run folder (events.jsonl, status.json), like every other client.
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any, Callable, Optional, TextIO
@@ -129,7 +130,6 @@ def follow_run(paths: RunPaths, offset: int = 0, out: Optional[TextIO] = None,
     out = out or sys.stdout  # at the call (finished_exit_code says why)
     total: dict[str, Any] = {"steps": None}
     seen = {} if seen is None else seen
-    interrupts = 0
 
     def show(ev: dict) -> None:
         if ev.get("type") == "run_started":
@@ -142,6 +142,18 @@ def follow_run(paths: RunPaths, offset: int = 0, out: Optional[TextIO] = None,
             out.flush()
 
     cursor = EventCursor(paths, offset)
+    previous = _detach_on_sigterm(paths)
+    try:
+        return _follow(paths, cursor, show, out, seen)
+    finally:
+        if previous is not None:
+            import signal
+
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _follow(paths: RunPaths, cursor: Any, show: Callable[[dict], None], out: TextIO, seen: dict[str, Any]) -> int:
+    interrupts = 0
     while True:
         try:
             ev = cursor.wait_for(lambda e: e.get("type") in ("run_finished", "lost"), None, show)
@@ -165,3 +177,21 @@ def follow_run(paths: RunPaths, offset: int = 0, out: Optional[TextIO] = None,
         out.write(format_event(ev) + "\n")
         out.flush()
     return finished_exit_code(paths, ev)
+
+
+def _detach_on_sigterm(paths: RunPaths) -> Any:
+    """SIGTERM to a --foreground client (`timeout`, a session manager) ends only the client; the run goes
+    on detached, as it does after SIGHUP. Say so, instead of vanishing without a word."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def detach(_signum: int, _frame: Any) -> None:
+        sys.stderr.write(f"\nzerotui: detached (SIGTERM); the run goes on in the background: "
+                         f"`zerotui attach {paths.name}`, or `zerotui stop {paths.name}`\n")
+        sys.stderr.flush()
+        os._exit(143)
+
+    return signal.signal(signal.SIGTERM, detach)  # the handler it replaces, put back when following ends
