@@ -45,8 +45,12 @@ def detect_format(rows: list[Any], plan: Any, source: str) -> str:
     if not sample:
         if rows and all(isinstance(r, str) for r in rows[:DETECT_ROWS]):
             return "text"
-        raise DataError(f"{source}: the first rows are not objects with named fields",
-                        "rows need fields such as instruction/output, messages, prompt/response or text")
+        arrays = bool(rows) and all(isinstance(r, list) for r in rows[:DETECT_ROWS])
+        raise DataError(f"{source}: the first rows are not objects with named fields"
+                        + (" (each is a JSON array)" if arrays else ""),
+                        ("a JSON array of objects belongs in a .json file, not .jsonl (one object a line); "
+                         if arrays and str(source).endswith(".jsonl") else "")
+                        + "rows need fields such as instruction/output, messages, prompt/response or text")
     keys = set().union(*(r.keys() for r in sample))
     if plan.messages_field in keys or "conversations" in keys:
         return "chat"

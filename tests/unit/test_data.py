@@ -69,6 +69,19 @@ def test_json_object_holding_a_list_and_jsonl_named_json(tmp_path, tok):
     assert data_mod.prepare_data(plan_for(b), tok, use_cache=False).report.rows_used == 4
 
 
+def test_a_json_array_saved_as_jsonl_is_named_with_the_fix(tmp_path, tok):
+    # the whole array on one line of a .jsonl: each "row" is a list, and the fix is the file's name
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps(ALPACA) + "\n" + json.dumps(ALPACA) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as err:
+        data_mod.prepare_data(plan_for(path), tok, use_cache=False)
+    assert "not objects with named fields (each is a JSON array)" in err.value.message
+    assert "belongs in a .json file, not .jsonl" in err.value.hint
+    fixed = tmp_path / "rows.json"
+    fixed.write_text(json.dumps(ALPACA), encoding="utf-8")
+    assert data_mod.prepare_data(plan_for(fixed), tok, use_cache=False).report.rows_used == 4
+
+
 def test_plain_text_paragraphs_are_samples_trained_whole(tmp_path, tok):
     p = tmp_path / "book.txt"
     p.write_text("first line\nsecond line\n\nanother paragraph\n\n\nthird one\n", encoding="utf-8")
