@@ -10,7 +10,7 @@ derived by methods, never stored, so it can never disagree with the rest.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, get_args
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
@@ -241,6 +241,19 @@ class Plan(BaseModel):
     def _not_empty(cls, value: Any, info: ValidationInfo) -> Any:
         if isinstance(value, str) and not value.strip():  # Path("") is ".", the folder zerotui started in
             raise ValueError(f"{info.field_name} is empty; give a path, or leave it out for the default")
+        return value
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_yes_no_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
+        # pydantic's lax mode reads true as 1: `micro_batch: true` planned a micro-batch of 1 in silence.
+        if isinstance(value, bool):
+            annotation = cls.model_fields[info.field_name].annotation
+            kinds = set(get_args(annotation)) or {annotation}
+            numeric = kinds & {int, float} or any(type(k) is int for k in kinds)
+            if numeric and bool not in kinds:
+                raise ValueError(f"field '{info.field_name}': {str(value).lower()} is a yes/no, not a number; "
+                                 "give a number")
         return value
 
     @field_validator("*")

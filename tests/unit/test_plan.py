@@ -131,3 +131,12 @@ def test_model_config_alias_round_trips(tmp_path: Path):
     assert plan.model_config_path == tmp_path / "config.json"
     assert plan.to_dict()["model_config"] == str(tmp_path / "config.json")
     assert plan_from_yaml(plan.to_yaml()) == plan
+
+
+@pytest.mark.parametrize("field", ["micro_batch", "stage", "lr", "max_steps", "gpu_mem_cap"])
+def test_a_yes_no_is_no_number(field):
+    # pydantic's lax mode read `micro_batch: true` as a micro-batch of 1, in silence
+    with pytest.raises(PlanError) as err:
+        plan_from_dict({"model": "tiny", field: True})
+    assert f"field '{field}': true is a yes/no, not a number" in str(err.value)
+    assert plan_from_dict({"model": "tiny", "grad_ckpt": True, "pin_memory": False}).grad_ckpt is True
