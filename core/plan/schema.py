@@ -10,7 +10,7 @@ derived by methods, never stored, so it can never disagree with the rest.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, Optional, get_args
+from typing import Any, Literal, Optional
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator,
@@ -20,8 +20,9 @@ from zerotui.core.errors import PlanError
 from zerotui.core.plan.data_source import DataSpec, parse_data
 from zerotui.core.plan.describe import describe_validation_error, yaml_error
 from zerotui.core.plan.overrides_shape import check_overrides
-from zerotui.core.safe_read import (PLAN_BYTES, MAX_INT, ValueProblem, as_error, check_value,
-                                    describe, load_yaml, quote, read_text)
+from zerotui.core.plan.value_rules import bounded_int, no_yes_no_for_a_number
+from zerotui.core.safe_read import (PLAN_BYTES, ValueProblem, as_error, check_value, describe, load_yaml,
+                                    read_text)
 from zerotui.core.sizes import parse_size
 
 Method = Literal["full", "lora", "qlora"]
@@ -246,24 +247,12 @@ class Plan(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_yes_no_for_numbers(cls, value: Any, info: ValidationInfo) -> Any:
-        # pydantic's lax mode reads true as 1: `micro_batch: true` planned a micro-batch of 1 in silence.
-        if isinstance(value, bool):
-            annotation = cls.model_fields[info.field_name].annotation
-            kinds = set(get_args(annotation)) or {annotation}
-            numeric = kinds & {int, float} or any(type(k) is int for k in kinds)
-            if numeric and bool not in kinds:
-                raise ValueError(f"field '{info.field_name}': {str(value).lower()} is a yes/no, not a number; "
-                                 "give a number")
-        return value
+        return no_yes_no_for_a_number(cls.model_fields[info.field_name].annotation, value, info.field_name)
 
     @field_validator("*")
     @classmethod
     def _bounded_ints(cls, value: Any, info: ValidationInfo) -> Any:
-        # Fields with no upper bound (seed, max_steps, ...) still end in C counters and torch.
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_INT:
-            raise ValueError(f"field '{info.field_name}': {quote(value)} is larger than any setting can hold; "
-                             f"use a number below {MAX_INT:,}")
-        return value
+        return bounded_int(value, info.field_name)
 
     @field_validator("gpu_mem_cap", mode="before")
     @classmethod
