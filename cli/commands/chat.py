@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
         rm = load_run_model(paths, args.checkpoint, doing="chat with")
     for note in rm.skipped:
-        what = "" if note.startswith("final/") else "checkpoint "
-        sys.stderr.write(f"zerotui chat: skipped {what}{note}\n")
+        sys.stderr.write(f"zerotui chat: skipped {note}\n")
     head = [{"role": "system", "content": args.system}] if args.system else []
     if not interactive:
         messages = [*head, {"role": "user", "content": prompt}]

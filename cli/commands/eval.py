@@ -50,8 +50,7 @@ def run(args: argparse.Namespace) -> int:
         rm = load_run_model(paths, args.checkpoint, doing="evaluate")
         result = evaluate(rm, args.samples)
     for note in rm.skipped:
-        what = "" if note.startswith("final/") else "checkpoint "
-        sys.stderr.write(f"zerotui eval: skipped {what}{note}\n")
+        sys.stderr.write(f"zerotui eval: skipped {note}\n")
     fields = eval_event(rm, result)
     with EventWriter(paths.events) as writer:
         event = writer.emit("eval", **fields)

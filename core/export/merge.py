@@ -239,7 +239,6 @@ def run_tokenizer(plan: Any, final: Path) -> Any:
     return load_tokenizer(plan)
 
 
-
 def _readable_model(plan) -> bool:
     """Whether the plan's base model (its config) can still be read here."""
     from zerotui.core.errors import ModelError

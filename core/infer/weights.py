@@ -34,7 +34,7 @@ class RunModel:
     plan: Any
     source: str             # "final" or a checkpoint tag
     step: int | None     # the optimizer step the weights are from, when known
-    skipped: list[str] = field(default_factory=list)  # damaged final/ or checkpoints passed over: "tag: why"
+    skipped: list[str] = field(default_factory=list)  # passed over, with why: "final/: …", "checkpoint step10: …"
 
 
 def has_final(paths: RunPaths) -> bool:
@@ -113,7 +113,8 @@ def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = 
     tokenizer = run_tokenizer(plan, paths.final)
     source = "final" if use_final else loaded.info.tag  # type: ignore[union-attr]
     step = _final_step(paths) if use_final else loaded.info.step  # type: ignore[union-attr]
-    return RunModel(model, tokenizer, plan, source, step, passed_over + (list(loaded.skipped) if loaded else []))
+    passed_over += [f"checkpoint {s}" for s in loaded.skipped] if loaded else []
+    return RunModel(model, tokenizer, plan, source, step, passed_over)
 
 
 def _dtype(plan: Any) -> Any:

@@ -178,6 +178,16 @@ def _status_state(paths: RunPaths, st: dict[str, Any], now: Optional[float]) -> 
     return state or "running"
 
 
+def write_final_status(paths: RunPaths, state: str, reason: str, step: Any, rank: Any, pids: list[int],
+                       **extra: Any) -> None:
+    """The run's final status.json (the supervisor's, or rank 0's when its supervisor is gone): the last
+    heartbeat's fields, with the end's."""
+    now = time.time()
+    write_status(paths, **{**read_status(paths), "pid": os.getpid(), "pids": pids, "state": state, "reason": reason,
+                           "phase": "finished", "step": step, "rank": rank, "finished": now, "heartbeat": now,
+                           **extra})
+
+
 def live_pids(st: dict[str, Any]) -> list[int]:
     """The status's processes still running that are the run's own: started before the status's last
     heartbeat, so a number reused by a later process (after a reboot) does not keep a run alive."""

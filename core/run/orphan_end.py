@@ -9,11 +9,10 @@ gone when it ends records the end itself, from what it knows: its own state and 
 from __future__ import annotations
 
 import os
-import time
 from typing import Any, Optional
 
 from zerotui.core.events.stream import EventWriter
-from zerotui.core.run.folder import RunPaths, pid_alive, read_status, write_status
+from zerotui.core.run.folder import RunPaths, pid_alive, write_final_status
 
 ORPHAN_NOTE = "its supervisor had gone, so the worker recorded the end"
 
@@ -24,11 +23,8 @@ def record_orphan_end(paths: RunPaths, supervisor: Optional[int], state: str, re
     if supervisor is None or pid_alive(supervisor):
         return False
     reason = f"{reason} ({ORPHAN_NOTE})"
-    now = time.time()
     with EventWriter(paths.events) as writer:
         writer.emit("run_finished", state=state, reason=reason, step=step, rank=None, world_size=world_size,
                     pids=[os.getpid()])
-    st = read_status(paths)
-    write_status(paths, **{**st, "pid": os.getpid(), "pids": [os.getpid()], "state": state, "reason": reason,
-                           "phase": "finished", "step": step, "rank": None, "finished": now, "heartbeat": now})
+    write_final_status(paths, state, reason, step, None, [os.getpid()])
     return True

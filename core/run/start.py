@@ -235,7 +235,7 @@ def _check_resumable(paths: RunPaths) -> None:
 def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
     _check_resumable(paths)  # again, under the lock: another resume may have started it meanwhile
     plan = load_plan(paths.plan, follow=False)  # the run's own plan.yaml, never a link elsewhere
-    require_same_shape(paths, plan)  # edited since its checkpoint: stage, method or model
+    require_same_shape(paths, plan)  # edited since its checkpoint: ZeRO stage, method, adapters
     hardware = hardware if hardware is not None else _detect()  # it may resume on another machine
     # The data file may have gone since the run started (docs/reliability.md); resume takes no --data.
     check_inputs(plan, training=True,

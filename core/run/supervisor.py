@@ -43,7 +43,7 @@ from zerotui.core.events.stream import EventWriter, read_end
 from zerotui.core.run.rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
 from zerotui.core.run.settled import last_alert_note
 from zerotui.core.run.verdict import decide
-from zerotui.core.run.folder import RunPaths, read_status, write_status
+from zerotui.core.run.folder import RunPaths, read_status, write_final_status
 from zerotui.core.run.run_files import read_json_file
 
 POLL_S = 0.2
@@ -293,10 +293,7 @@ class Supervisor:
                 writer.emit("run_finished", state=state, reason=reason, step=step, rank=culprit,
                             world_size=world, pids=pids, gpu_release=gpu,
                             elapsed_s=round(time.time() - started, 1) if isinstance(started, (int, float)) else None)
-            st = read_status(self.paths)
-            write_status(self.paths, **{**st, "pid": os.getpid(), "pids": pids, "state": state, "reason": reason,
-                                        "phase": "finished", "step": step, "rank": culprit, "finished": time.time(),
-                                        "gpu_release": gpu, "heartbeat": time.time()})
+            write_final_status(self.paths, state, reason, step, culprit, pids, gpu_release=gpu)
         except OSError as err:
             self._log(f"could not record the end in {self.paths.root} ({err.strerror or err}); run {state}: {reason}")
         self._log(f"run {state}: {reason}")

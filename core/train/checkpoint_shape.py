@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-SHAPE_FIELDS = ("model", "method", "stage", "lora_r", "lora_targets", "quant_bits")
+#: Not the model's path: a model folder moved and plan.yaml pointed at its new place is the same model
+#: (a different architecture fails the load itself, which names the checkpoint: checkpoint.py).
+SHAPE_FIELDS = ("method", "stage", "lora_r", "lora_targets", "quant_bits")
 
 
 def checkpoint_shape(plan: Any) -> dict[str, Any]:
