@@ -17,8 +17,8 @@ loaded file is replaced by a copy (``release``); on a GPU run there are none (th
 the device), on the CPU this is the copy ``torch.load`` would have made, from the page cache.
 A file ``torch.load`` cannot map (written by the old, non-zip format) is loaded the ordinary way.
 
-Never ``weights_only=False`` (DeepSpeed's own engine loads that way, and a file planted in the run folder
-would run code): every file, mapped or not, is read ``weights_only=True`` with the classes DeepSpeed
+Never a full unpickle (DeepSpeed's own engine turns torch's weights-only guard off, and a file planted in
+the run folder would run code): every file, mapped or not, is read ``weights_only=True`` with the classes DeepSpeed
 pickles into its checkpoints allowed (core/deepspeed/safe_globals.py). A file holding anything else is
 refused unread (``pickle.UnpicklingError``; core/train/checkpoint.py names the checkpoint).
 """

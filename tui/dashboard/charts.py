@@ -18,7 +18,7 @@ import math
 import textwrap
 import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 from rich.segment import Segment
@@ -164,8 +164,14 @@ class SeriesChart(PlotextPlot):
         """Subclasses: whether there is anything to draw (else the EMPTY text is shown)."""
         return True
 
-    def draw(self, ctx: DrawContext) -> None:  # pragma: no cover - every subclass draws
-        raise NotImplementedError
+    # Each chart draws its own series: ``draw(ctx)`` is required of every subclass, checked when the
+    # subclass is made (below), so a chart without one fails at import rather than on first paint.
+    draw: Callable[[DrawContext], None]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if not callable(getattr(cls, "draw", None)):
+            raise TypeError(f"{cls.__name__} must define draw(ctx)")
 
     def _build(self) -> None:
         start = time.perf_counter()
