@@ -99,7 +99,7 @@ class Formatter:
             extra = row.get("input")
             if extra not in (None, ""):
                 if not isinstance(extra, str):
-                    raise BadRow("'input' is not text")
+                    raise BadRow(f"'input' is not text ({json_kind(extra)})")
                 prompt = f"{prompt}\n\n{extra}"
             answer = _text_field(row, "output")
         else:  # prompt_response
@@ -112,11 +112,13 @@ class Formatter:
         return messages
 
     def _chat_messages(self, row: dict) -> list[dict[str, str]]:
-        raw = row.get(self.plan.messages_field)
-        if raw is None:
-            raw = row.get("conversations")
+        name = self.plan.messages_field
+        if row.get(name) is None and row.get("conversations") is not None:
+            name = "conversations"  # ShareGPT's field
+        raw = row.get(name)
         if not isinstance(raw, list) or not raw:
-            raise BadRow(f"'{self.plan.messages_field}' is not a non-empty list of messages")
+            why = "missing" if name not in row else json_kind(raw) if not isinstance(raw, list) else "an empty list"
+            raise BadRow(f"'{name}' is not a non-empty list of messages (it is {why})")
         out = []
         for i, m in enumerate(raw):
             if not isinstance(m, dict):
@@ -127,7 +129,9 @@ class Formatter:
             if role is None:
                 raise BadRow(f"message {i + 1} has no known role (user, assistant, system)")
             if not isinstance(content, str):
-                raise BadRow(f"message {i + 1} has no text content")
+                key = "content" if "content" in m else "value" if "value" in m else ""
+                raise BadRow(f"message {i + 1} has no text content" + (
+                    f" ('{key}' is {json_kind(content)})" if key else " (no 'content')"))
             out.append({"role": role, "content": content})
         if not any(m["role"] == "assistant" and m["content"].strip() for m in out):
             raise BadRow("no assistant message to learn from")
@@ -209,14 +213,35 @@ def expected_fields(fmt: str, plan: Any) -> str:
 
 
 def _text_field(row: dict, name: str) -> str:
-    value = row.get(name)
-    if value is None:
+    # Missing, null and the wrong type are three different mistakes in a file (a dropped column, an
+    # export that wrote None, a number or a list where text belongs): each is named as what it is.
+    if name not in row:
         raise BadRow(f"missing '{name}'")
+    value = row[name]
+    if value is None:
+        raise BadRow(f"'{name}' is null")
     if not isinstance(value, str):
-        raise BadRow(f"'{name}' is not text")
+        raise BadRow(f"'{name}' is not text ({json_kind(value)})")
     if not value.strip():
         raise BadRow(f"'{name}' is empty")
     return value
+
+
+def json_kind(value: Any) -> str:
+    """What a parsed value is, in the words of the file it came from ("a number", "a list")."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"{str(value).lower()}, a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, str):
+        return "text"
+    return f"a {type(value).__name__}"
 
 
 def template_source(tokenizer: Any) -> Optional[str]:

@@ -112,7 +112,7 @@ def load_config(plan: Any) -> Any:
     _cache_only_without_network(plan)
     source = str(folder) if folder is not None else plan.model
     try:
-        return AutoConfig.from_pretrained(source, trust_remote_code=plan.trust_remote_code)
+        config = AutoConfig.from_pretrained(source, trust_remote_code=plan.trust_remote_code)
     except ValueError as err:  # unknown model_type, or remote code refused
         msg = str(err).splitlines()[0][:200]
         hint = ("it ships its own code: set trust_remote_code: true only if you trust that repository"
@@ -123,6 +123,12 @@ def load_config(plan: Any) -> Any:
         raise ModelError(f"model {source} was not found locally, in the Hugging Face cache or on the hub "
                          f"({str(err).splitlines()[0][:160]})",
                          "check the id or path; offline machines need the model downloaded first") from None
+    from zerotui.core.model.config_file import check_heads
+
+    # A hub id's config was never read by zerotui before (a folder's was, at launch): transformers builds
+    # a model whose heads do not divide and fails only at its first forward, or computes narrower heads.
+    check_heads(config.to_dict(), f"model config of {source}")
+    return config
 
 
 def load_tokenizer(plan: Any) -> Any:

@@ -286,6 +286,9 @@ def _resolve(model: str, config_path: Optional[str], trust_remote_code: bool) ->
     if "/" in model and not p.exists() and not model.startswith(("/", ".", "~")):
         d = _hub_config(model, trust_remote_code)
         if d is not None:
+            from zerotui.core.model.config_file import check_heads
+
+            check_heads(d, f"model config of hub {model}")  # files are checked as they are read
             return spec_from_config(d, model, f"hub {model}", trust_remote_code)
         raise ModelError(f"model {model}: not in the Hugging Face cache and the hub could not be reached",
                          "download it first, or plan with --model-config config.json or a known name "

@@ -160,8 +160,8 @@ def test_a_folder_named_like_a_preset_does_not_shadow_it(tmp_path, monkeypatch, 
 
 
 def test_a_user_preset_that_is_no_file_is_named_as_what_it_is(user_presets):
-    """A FIFO or a link to a device in the presets folder is left out of `zerotui presets` (never read);
-    asked for by name it was "unknown preset 'fifo'", as if it were not there."""
+    """A FIFO or a link to a device in the presets folder, asked for by name, was "unknown preset 'fifo'",
+    as if it were not there (the listing's side: test_presets_listing.py)."""
     user_presets.mkdir(parents=True, exist_ok=True)
     os.mkfifo(user_presets / "fifo.yaml")
     (user_presets / "zero.yaml").symlink_to("/dev/zero")
