@@ -147,15 +147,44 @@ def plan_from_args(args: argparse.Namespace, positional: Optional[str] = None) -
     given_options = plan_overrides(args)
     data.update(given_options)
     plan = plan_from_dict(data, f"{source} + command-line options" if source else "command-line options")
+    import sys
+
+    start = str(preset or positional or "")
+    if base is not None and start and "/" not in start and not start.endswith((".yaml", ".yml")):
+        from zerotui.core.plan.presets import hidden_note
+
+        # A saved preset named like a built-in one is never loaded by that name: say so where it is used.
+        note = hidden_note(start)
+        if note:
+            print(f"note: {note}", file=sys.stderr)
+
     ignored = sorted(k for k in given_options if k.startswith(("lora_", "quant_", "double_quant")))
     if ignored and not plan.uses_adapters():
         # Not an error (a preset may be switched to full on purpose), but never silently dropped.
-        import sys
-
         flags = ", ".join("--" + k.replace("_", "-") for k in ignored)
         print(f"warning: {flags} ignored: LoRA options apply to --method lora or qlora, and this plan is "
               f"--method {plan.method}", file=sys.stderr)
+    if plan.ds_overrides:
+        # Here, once for every command that takes a plan (train, estimate, export, fit, sweep): DeepSpeed
+        # ignores keys it does not know, so a typo would otherwise pass every check and do nothing. A
+        # refused override raises here, before any warning about it. On stderr: --json keeps stdout.
+        from zerotui.core.deepspeed.overrides import check_overrides
+
+        for line in check_overrides(plan):
+            print(f"warning: {line}", file=sys.stderr)
     return plan
+
+
+def warn_unusable_nvme(plan: Plan) -> None:
+    """For estimate and export: an NVMe folder this machine cannot use is a warning, not a refusal (the plan
+    may be for another machine; `train` refuses it), on stderr like the plan's other warnings."""
+    import sys
+
+    from zerotui.core.run.preflight import nvme_path_warning
+
+    line = nvme_path_warning(plan)
+    if line:
+        print(f"warning: {line}", file=sys.stderr)
 
 
 def _plan_file(name_or_path: "str | Path") -> Plan:

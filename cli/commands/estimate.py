@@ -9,7 +9,7 @@ import argparse
 import json
 
 from zerotui.cli.hardware_options import add_hardware_options, hardware_from_args
-from zerotui.cli.plan_options import add_plan_options, plan_from_args
+from zerotui.cli.plan_options import add_plan_options, plan_from_args, warn_unusable_nvme
 
 #: Not 1: a script must tell "does not fit" from an OSError (exit 1) or a usage error (exit 2).
 EXIT_DOES_NOT_FIT = 3
@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from zerotui.core.run.input_check import check_inputs
 
     check_inputs(plan, training=False)
+    warn_unusable_nvme(plan)
     spec = spec_for_plan(plan)
     hw = hardware_from_args(args, plan)
     budget = estimate(plan, hw, spec)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from zerotui.cli.arg_types import folder
-from zerotui.cli.plan_options import add_plan_options, plan_from_args
+from zerotui.cli.plan_options import add_plan_options, plan_from_args, warn_unusable_nvme
 from zerotui.core.errors import PlanError
 
 
@@ -27,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
         raise PlanError("export needs a starting point: a preset name or a plan file",
                         "e.g. `zerotui export tiny-cpu-demo -o ./demo` (`zerotui presets` lists them)")
     plan = plan_from_args(args, args.source)
+    warn_unusable_nvme(plan)  # the folder may be for the machine the export is copied to: not refused
     source = args.source or args.plan_preset or str(args.plan_file)
     result = export_plan(plan, args.out, source, force=args.force)
     if args.json:

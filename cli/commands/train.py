@@ -41,6 +41,11 @@ def print_started(paths, resumed: bool, as_json: bool) -> None:
     print(f"  log:    {paths.log}")
 
 
+def print_warning(line: str) -> None:
+    """A launch's warning (it goes ahead): on stderr, like the plan's, so --json keeps stdout a document."""
+    print(f"warning: {line}", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from zerotui.cli.run_follow import events_end, follow_run
     from zerotui.core.run.start import resume_run, start_run
@@ -52,13 +57,18 @@ def run(args: argparse.Namespace) -> int:
         if args.source or options or args.plan_preset or args.plan_file:
             raise PlanError("--resume continues a run with its own plan.yaml; it takes no preset, plan or "
                             "plan options", f"run `zerotui train --resume {args.resume}` alone")
-        paths = resolve_run(args.resume, runs_dir, prefer_live=False)
+        if runs_dir is not None and not runs_dir.strip():  # Path("") is ".": never the current folder by accident
+            raise PlanError("--runs-dir is empty (an unset shell variable?)",
+                            "give the folder the run is in, or leave --runs-dir out")
+        # The plan option's value is text (the Plan makes it a Path); resolve_run takes a Path.
+        paths = resolve_run(args.resume, Path(runs_dir) if runs_dir else None, prefer_live=False)
         offset = events_end(paths)
-        paths = resume_run(paths, force=args.force)
+        paths = resume_run(paths, force=args.force, warn=print_warning)
     else:
         plan = plan_from_args(args, args.source)
         offset = 0
-        paths = start_run(plan, runs_dir=Path(plan.runs_dir) if plan.runs_dir else None, force=args.force)
+        paths = start_run(plan, runs_dir=Path(plan.runs_dir) if plan.runs_dir else None, force=args.force,
+                          warn=print_warning)
     if args.foreground and args.json:
         from zerotui.cli.foreground_json import follow_as_json
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from zerotui.core.errors import HardwareError
 from zerotui.core.estimate.budget import Budget, estimate
@@ -18,11 +18,45 @@ from zerotui.core.plan.schema import Plan
 from zerotui.core.run.launcher import gpu_choice_problem, hostfile_problem
 
 
+def not_a_folder(folder: Path) -> Optional[str]:
+    """Why ``folder`` can never be a folder here, from what is on disk alone (nothing is made or written):
+    something other than a folder at its path, or under a file (mkdir's bare 'Not a directory' names
+    neither). None when it is a folder, could be made as one, or cannot be looked at (mkdir says why)."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            return f"{folder} is {_kind(folder)}, not a folder"
+        for parent in folder.parents:  # the nearest that exists decides: everything above it is a folder
+            if parent.exists():
+                return None if parent.is_dir() else (f"{folder} lies under {parent}, which is {_kind(parent)}, "
+                                                     "not a folder")
+    except OSError:  # a parent we may not look into
+        return None
+    return None
+
+
+def _kind(path: Path) -> str:
+    return "a file" if path.is_file() else "a special file (a device, FIFO or socket)"
+
+
+def nvme_path_warning(plan: Plan) -> Optional[str]:
+    """For ``estimate`` and ``export``, which may plan for another machine and so do not refuse: the NVMe
+    offload folder that this machine could not use (``preflight`` refuses it for ``train``)."""
+    if not plan.uses_nvme() or plan.nvme_path is None:
+        return None
+    problem = not_a_folder(Path(plan.nvme_path).expanduser())
+    if problem is None:
+        return None
+    return (f"the NVMe offload folder {problem}: NVMe offload cannot use it on this machine (`zerotui train` "
+            "here refuses it); fine if the plan is for another machine where it is a folder, else give "
+            "--nvme-path (nvme_path in a plan file) a folder on a local NVMe disk")
+
+
 def check_writable(folder: Path, what: str, hint: str, parents: bool = True) -> None:
     """Create ``folder`` if needed and write (then remove) a small file in it. ``parents=False``: only
     the last part of the path may be missing."""
-    if folder.exists() and not folder.is_dir():
-        raise HardwareError(f"{what} {folder} is a file, not a folder", hint)
+    problem = not_a_folder(folder)
+    if problem is not None:
+        raise HardwareError(f"{what} {problem}", hint)
     if not parents and not os.path.lexists(folder.parent):
         raise HardwareError(f"{what} {folder} cannot be made: {folder.parent} does not exist (a typo, or a "
                             "disk that is not mounted?)", hint)

@@ -17,7 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 from zerotui.core.errors import RunError
 from zerotui.core.hardware.types import Hardware
@@ -36,7 +36,7 @@ from zerotui.core.run.launcher import uses_launcher, worker_argv
 from zerotui.core.run.preflight import preflight
 from zerotui.core.run.storage import check_checkpoint_room, check_storage, storage_error
 from zerotui.core.run.prepare import launch_files, write_launch_files
-from zerotui.core.train.checkpoint import newest_complete
+from zerotui.core.train.checkpoint import list_checkpoints, newest_complete
 
 # Plan fields that name local files: frozen as absolute paths so that the worker (and a later resume
 # from another folder) finds the same files whatever its working directory.
@@ -66,11 +66,12 @@ def _worker_command(plan: Plan, paths: RunPaths, hardware: Hardware, resume: boo
     return argv, spare.worker_env()  # the environment a spare was started with, when one takes the run
 
 
-def _open_log(argv: list[str], paths: RunPaths):
-    """worker.log, opened for appending with this launch's header line written and flushed."""
+def _open_log(argv: list[str], paths: RunPaths, warnings: list[str]):
+    """worker.log, opened for appending with this launch's header line (and its warnings) written and flushed."""
     log = open(paths.log, "ab")  # noqa: SIM115 - handed to the caller's with-block
     try:
         log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(argv)}\n".encode())
+        log.write("".join(f"zerotui: warning: {w}\n" for w in warnings).encode())
         log.flush()
     except BaseException:
         log.close()
@@ -108,13 +109,19 @@ def _detect() -> Hardware:
     return detect(probe_disks=False)
 
 
+#: Told each warning of a launch that goes ahead anyway (the CLI prints them); each is also written to the
+#: run's worker.log, so a launch that passes none (the wizard, a sweep) still leaves it on record.
+Warn = Callable[[str], None]
+
+
 def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optional[Path] = None,
-              resume_from: Optional[RunPaths] = None, force: bool = False) -> RunPaths:
+              resume_from: Optional[RunPaths] = None, force: bool = False, warn: Optional[Warn] = None) -> RunPaths:
     """Check, create the run folder, start the detached supervisor + worker; returns at once.
 
-    ``resume_from`` continues that run instead (same as ``resume_run``)."""
+    ``resume_from`` continues that run instead (same as ``resume_run``). ``warn`` is told what the
+    checks found that does not stop the launch."""
     if resume_from is not None:
-        return resume_run(resume_from, hardware=hardware, force=force)
+        return resume_run(resume_from, hardware=hardware, force=force, warn=warn)
     plan = _absolute_paths(plan_from_dict(plan.to_dict(), "plan"))
     hardware = hardware if hardware is not None else _detect()
     base = Path(runs_dir or plan.runs_dir or default_runs_dir()).expanduser()
@@ -126,7 +133,7 @@ def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optiona
     budget = preflight(plan, hardware, spec, force=force)
     from zerotui.core.estimate.checkpoint_size import checkpoint_bytes, checkpoint_disk_bytes
 
-    check_checkpoint_room(base, checkpoint_bytes(plan, spec), checkpoint_disk_bytes(plan, spec), force)
+    warning = check_checkpoint_room(base, checkpoint_bytes(plan, spec), checkpoint_disk_bytes(plan, spec), force)
     world = plan.world_size(hardware.gpu_count)
     launch_files(plan, world, spec, None)  # a config DeepSpeed would refuse stops here, before any folder exists
     try:
@@ -135,7 +142,7 @@ def start_run(plan: Plan, hardware: Optional[Hardware] = None, runs_dir: Optiona
         _raise_storage(err, base, "the runs folder", _TRAIN_HINT)
     try:
         write_launch_files(paths, launch_files(plan, world, spec, paths.root, hardware, budget))
-        return _launch(plan, paths, hardware, resume=False)
+        return _launch(plan, paths, hardware, resume=False, warnings=_told(warning, warn))
     except BaseException as err:
         # Nothing half-made stays behind: a run folder without a worker would list as 'lost' forever.
         if not paths.events.exists():
@@ -162,12 +169,20 @@ def _raise_storage(err: OSError, folder: Path, what: str, hint: str) -> None:
     raise problem from None
 
 
-def _launch(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool) -> RunPaths:
+def _told(warning: Optional[str], warn: Optional[Warn]) -> list[str]:
+    """Tell ``warn`` the launch's warning, if any (it is going ahead); returns it for the run's log."""
+    if warning and warn is not None:
+        warn(warning)
+    return [warning] if warning else []
+
+
+def _launch(plan: Plan, paths: RunPaths, hardware: Hardware, resume: bool,
+            warnings: Optional[list[str]] = None) -> RunPaths:
     argv, env = _worker_command(plan, paths, hardware, resume)
     launched = time.time()
     started = read_status(paths).get("started") if resume else None  # a run's start survives resumes
     # The log first: a disk that cannot take its header line must not leave status.json saying "starting".
-    with _open_log(argv, paths) as log:
+    with _open_log(argv, paths, warnings or []) as log:
         write_status(paths, state="starting", launched=launched, heartbeat=launched, resumed=resume,
                      started=started or launched)
         pid = None
@@ -187,7 +202,7 @@ def last_checkpoint_step(paths: RunPaths) -> Optional[int]:
 
 
 def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool = False,
-               restart: bool = False) -> RunPaths:
+               restart: bool = False, warn: Optional[Warn] = None) -> RunPaths:
     """Start a worker with ``--resume`` on an existing run folder; refuses a live or completed run, and
     one that saved checkpoints but has none left to continue from unless ``restart`` (from step 0)."""
     if not os.path.lexists(paths.plan):
@@ -209,7 +224,7 @@ def resume_run(paths: RunPaths, hardware: Optional[Hardware] = None, force: bool
                        "check the run folder's permissions; remove .launch.lock if it is not a plain file") from None
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        return _resume_locked(paths, hardware, force)
+        return _resume_locked(paths, hardware, force, warn)
 
 
 def _check_resumable(paths: RunPaths) -> None:
@@ -232,7 +247,7 @@ def _check_resumable(paths: RunPaths) -> None:
         require_not_silent(paths, st)  # a second worker would train on the same folder beside it
 
 
-def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -> RunPaths:
+def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool, warn: Optional[Warn]) -> RunPaths:
     _check_resumable(paths)  # again, under the lock: another resume may have started it meanwhile
     plan = load_plan(paths.plan, follow=False)  # the run's own plan.yaml, never a link elsewhere
     require_same_shape(paths, plan)  # edited since its checkpoint: ZeRO stage, method, adapters
@@ -245,14 +260,15 @@ def _resume_locked(paths: RunPaths, hardware: Optional[Hardware], force: bool) -
     budget = preflight(plan, hardware, spec, force=force)
     from zerotui.core.estimate.checkpoint_size import checkpoint_bytes, checkpoint_disk_bytes
 
-    check_checkpoint_room(paths.root, checkpoint_bytes(plan, spec), checkpoint_disk_bytes(plan, spec), force,
-                          resume=True)  # else it trains from the checkpoint and fails again at the next save
+    held = len([c for c in list_checkpoints(paths.checkpoints) if c.complete])  # their space is taken already
+    warning = check_checkpoint_room(paths.root, checkpoint_bytes(plan, spec), checkpoint_disk_bytes(plan, spec),
+                                    force, resume=True, held=held)  # else it fails again at the next save
     # The same plan on this machine: ds_config.json changes only if the number of processes did.
     files = launch_files(plan, plan.world_size(hardware.gpu_count), spec, paths.root, hardware, budget)
     del files["plan.yaml"]  # the frozen plan stays exactly as it was written
     try:  # each file is replaced whole or not at all (atomic), so a failure here leaves the folder as it was
         write_launch_files(paths, {n: t for n, t in files.items() if _text(paths.root / n) != t})
-        return _launch(plan, paths, hardware, resume=True)
+        return _launch(plan, paths, hardware, resume=True, warnings=_told(warning, warn))
     except OSError as err:
         _raise_storage(err, paths.root, "the run folder", _resume_hint(paths))
         raise

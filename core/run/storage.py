@@ -74,23 +74,56 @@ def storage_error(err: OSError, folder: Path, what: str, hint: str) -> StorageEr
     return StorageError(f"{what} {folder} cannot be written: {problem}{left}", hint)
 
 
-def check_checkpoint_room(folder: Path, one: int, most: int, force: bool = False, resume: bool = False) -> None:
+def check_checkpoint_room(folder: Path, one: int, most: int, force: bool = False, resume: bool = False,
+                          held: int = 0) -> str | None:
     """Refuse (StorageError) a run whose runs folder cannot take even one of its checkpoints (``one``
     bytes): it would train until its first save and fail there, losing what it trained. ``most``: what
     keeping its checkpoints takes at the moment a new one is written, named in the message. ``force``
     launches anyway (space freed meanwhile, a folder emptied by hand). ``resume``: ``folder`` is the run's
-    own, whose kept checkpoints already hold their space; the next save needs one more."""
+    own, whose kept checkpoints already hold their space; the next save needs one more. ``held``: how many
+    complete checkpoints that folder holds already (a resume).
+
+    Returns a warning (not a refusal) when one fits but the ``keep_checkpoints`` the plan keeps do not:
+    the run trains and saves, and fails at a later save, still with a checkpoint to resume from."""
     free = free_bytes(folder)
-    if force or free is None or free >= one:
-        return
+    if free is None:
+        return None
     what = f"the run folder {folder}" if resume else f"the runs folder {folder}"
-    hint = ("free space on that disk (older runs' checkpoints, `zerotui runs` lists them); --force resumes "
-            "anyway; nothing was written") if resume else (
-        "choose a runs folder on a disk with room (--runs-dir or ZEROTUI_RUNS_DIR), or train adapters "
-        "(--method lora or qlora: checkpoints hold only them); --force launches anyway; nothing was written")
-    raise StorageError(
-        f"{what} has {format_bytes(free)} free, and one checkpoint of this plan takes "
-        f"{format_bytes(one)} (the optimizer's fp32 state, 12 bytes a trainable weight, and below ZeRO-3 the "
-        f"16-bit weights; keeping them takes up to {format_bytes(most)}): the run would fail at its "
-        f"{'next' if resume else 'first'} save",
-        hint)
+    if not force and free < one:
+        hint = ("free space on that disk (older runs' checkpoints, `zerotui runs` lists them); --force resumes "
+                "anyway; nothing was written") if resume else (
+            "choose a runs folder on a disk with room (--runs-dir or ZEROTUI_RUNS_DIR), or train adapters "
+            "(--method lora or qlora: checkpoints hold only them); --force launches anyway; nothing was written")
+        raise StorageError(
+            f"{what} has {format_bytes(free)} free, and one checkpoint of this plan takes "
+            f"{format_bytes(one)} (the optimizer's fp32 state, 12 bytes a trainable weight, and below ZeRO-3 the "
+            f"16-bit weights; keeping them takes up to {format_bytes(most)}): the run would fail at its "
+            f"{'next' if resume else 'first'} save",
+            hint)
+    return _keep_warning(what, free, one, most, held, resume)
+
+
+def _keep_warning(what: str, free: int, one: int, most: int, held: int, resume: bool) -> str | None:
+    # The checkpoints a resumed run holds already take no more of the free space.
+    need = max(one, most - held * one)
+    if one <= 0 or free >= need:
+        return None
+    if free < one:  # only with --force: the refusal above was overridden
+        return (f"{what} has {format_bytes(free)} free, and one checkpoint of this plan takes "
+                f"{format_bytes(one)}: the run will fail at its {'next' if resume else 'first'} save unless "
+                f"{format_bytes(one - free)} is freed first")
+    at_once = most // one  # keep_checkpoints, and the next one, written before the oldest is removed
+    # The highest keep_checkpoints that fits what is free now, counting the checkpoints already there.
+    fits = free // one + held - 1
+    if fits >= 1:
+        where = "in the run's plan.yaml" if resume else f"(--keep-checkpoints {fits})"
+        lower = f"set keep_checkpoints to {fits} {where}"
+    else:  # even one kept and the next written do not fit: only the end's checkpoint does
+        where = "save_interval: 0 and save_minutes: 0 in the run's plan.yaml" if resume else \
+            "--save-interval 0 --save-minutes 0"
+        lower = f"save only at the end ({where})"
+    return (f"{what} has {format_bytes(free)} free, but keeping {at_once - 1} checkpoint(s) of "
+            f"{format_bytes(one)} takes up to {format_bytes(most)} (the next one is written before the oldest "
+            f"is removed)" + (f", {held} of them there already" if held else "")
+            + f": the run will fail at a later save once the disk is full; {lower}, or free "
+            f"{format_bytes(need - free)} on that disk")

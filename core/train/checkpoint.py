@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 from zerotui.core.atomic import atomic_write_json, atomic_write_text
 from zerotui.core.train.checkpoint_files import (damaged_file, fsync_tree, load_rng_file, release_files, rng_state, set_rng_state, touch,
-                                                 tree_size, write_error)
+                                                 tree_size, whole_recovery_scripts, write_error)
 from zerotui.core.train.background_save import PinnedPool, RecordEngine, SnapshotEngine, WriteJob, Writer, write_file
 from zerotui.core.errors import RunError
 from zerotui.core.sizes import format_bytes
@@ -110,6 +110,8 @@ class Checkpointer:
     def __init__(self, engine: Any, folder: Path, plan: Any, rank: int, emit: Callable[..., Any],
                  barrier: Callable[[], None], exclude_frozen: bool, world: int = 1) -> None:
         self.engine = engine
+        if callable(getattr(engine, "_copy_recovery_script", None)):  # no 0-byte zero_to_fp32.py on a full disk
+            engine._copy_recovery_script = whole_recovery_scripts(engine._copy_recovery_script)
         self.folder = folder
         self.plan = plan
         self.rank = rank

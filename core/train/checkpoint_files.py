@@ -8,9 +8,11 @@ from __future__ import annotations
 import errno
 import os
 import random
+import shutil
+import tempfile
 import traceback
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 _DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
@@ -103,6 +105,45 @@ def touch(path: Path, text: str) -> None:
         fh.write(text)
         fh.flush()
         os.fsync(fh.fileno())
+
+
+#: The folder DeepSpeed's recovery scripts are copied into before each is renamed over its own name.
+RECOVERY_TMP_PREFIX = ".zerotui-recovery-"
+
+
+def whole_recovery_scripts(copy: Callable[[str], None]) -> Callable[[str], None]:
+    """DeepSpeed's ``engine._copy_recovery_script(save_dir)``, made whole-or-nothing.
+
+    At every save DeepSpeed copies zero_to_fp32.py and zero_to_torch.py into the checkpoints folder with
+    ``shutil.copyfile``, straight over the copies already there: a disk that fills during the copy left a
+    0-byte or truncated zero_to_fp32.py where a whole one had been, after the save's own files were
+    cleaned up. Here DeepSpeed's own copy (its list of scripts, its permission bits) writes into a hidden
+    folder beside them, and each script is renamed over its name only once whole; on any failure the
+    folder goes and the scripts there are as they were."""
+    if getattr(copy, "zerotui_whole", False):
+        return copy
+
+    def copy_whole(save_dir: str) -> None:
+        for name in os.listdir(save_dir):  # a worker killed mid-copy left its folder behind
+            if name.startswith(RECOVERY_TMP_PREFIX):
+                shutil.rmtree(os.path.join(save_dir, name), ignore_errors=True)
+        tmp = tempfile.mkdtemp(prefix=RECOVERY_TMP_PREFIX, dir=save_dir)
+        try:
+            copy(tmp)
+            for name in os.listdir(tmp):
+                # fsync first: a file system that allocates at write-back reports ENOSPC only then, and
+                # the rename must not name a file a power cut would leave empty.
+                fd = os.open(os.path.join(tmp, name), os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+                os.replace(os.path.join(tmp, name), os.path.join(save_dir, name))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    copy_whole.zerotui_whole = True  # type: ignore[attr-defined]
+    return copy_whole
 
 
 def fsync_tree(path: Path) -> None:

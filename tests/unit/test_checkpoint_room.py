@@ -1,9 +1,11 @@
 """A run whose runs folder cannot take one of its checkpoints is refused at launch (core/run/storage.py
 check_checkpoint_room, sized by core/estimate/checkpoint_size.py): the 7B full fine-tune that trained on an
-H200 and failed at its first checkpoint, with 51.1 GiB free, would have been told before it started."""
+H200 and failed at its first checkpoint, with 51.1 GiB free, would have been told before it started. One
+with room for one checkpoint but not for the keep_checkpoints it keeps is launched with a warning."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +68,7 @@ def test_a_resume_without_room_for_its_next_checkpoint_is_refused_unless_forced(
     # and resume_run asks it, with the run's own folder, before anything is launched
     seen = []
 
-    def no_room(folder, one, most, force, resume):
+    def no_room(folder, one, most, force, resume, held):
         seen.append((folder, resume))
         raise StorageError("no room", "free space")
 
@@ -84,3 +86,63 @@ def read_state(paths):
     from zerotui.core.run.folder import read_status
 
     return read_status(paths)["state"]
+
+
+MIB = 2**20
+
+
+@pytest.fixture
+def free_is(monkeypatch):
+    """Free space as stated, not as the shared disk has it this moment."""
+    from zerotui.core.run import storage
+
+    def set_free(n):
+        monkeypatch.setattr(storage, "free_bytes", lambda folder: n)
+    return set_free
+
+
+def test_room_for_one_but_not_for_those_kept_is_a_warning_naming_both_and_what_fits(tmp_path, free_is):
+    # keep_checkpoints 2: two kept and the third written before the oldest goes, 3 x 15 MiB on 40 MiB free
+    free_is(40 * MIB)
+    line = check_checkpoint_room(tmp_path, 15 * MIB, 45 * MIB)
+    assert line is not None and str(tmp_path) in line
+    assert "40.0 MiB free" in line and "keeping 2 checkpoint(s) of 15.0 MiB takes up to 45.0 MiB" in line
+    assert "fail at a later save" in line and "set keep_checkpoints to 1 (--keep-checkpoints 1)" in line
+    assert "or free 5.0 MiB" in line
+    free_is(45 * MIB)
+    assert check_checkpoint_room(tmp_path, 15 * MIB, 45 * MIB) is None  # it fits: nothing to say
+    # keep_checkpoints 1 on room for one: only a checkpoint at the end can be written
+    free_is(20 * MIB)
+    line = check_checkpoint_room(tmp_path, 15 * MIB, 30 * MIB)
+    assert "save only at the end (--save-interval 0 --save-minutes 0)" in line
+    # forced past the refusal: still said, with the figure
+    free_is(10 * MIB)
+    assert "fail at its first save" in check_checkpoint_room(tmp_path, 15 * MIB, 45 * MIB, force=True)
+
+
+def test_a_resume_counts_the_checkpoints_its_folder_holds_already(tmp_path, free_is):
+    free_is(20 * MIB)
+    assert check_checkpoint_room(tmp_path, 15 * MIB, 45 * MIB, resume=True, held=2) is None  # needs one more
+    line = check_checkpoint_room(tmp_path, 15 * MIB, 45 * MIB, resume=True, held=1)
+    assert f"the run folder {tmp_path}" in line and "1 of them there already" in line
+    assert "set keep_checkpoints to 1 in the run's plan.yaml" in line and "--keep" not in line
+
+
+def test_train_prints_the_warning_and_the_run_log_keeps_it(capsys, tmp_path, free_is, monkeypatch):
+    from cli_capture import run
+
+    from zerotui.core.run import spare_claim, start
+    from zerotui.core.run.folder import RunPaths
+
+    free_is(40 * MIB)  # as on the 40 MiB disk where such a run failed at its third save (15.3 MiB each)
+    monkeypatch.setattr(spare_claim, "claimable", lambda *a: False)
+    monkeypatch.setattr(start, "_spawn", lambda argv, env, log: 4242)  # the launch, not the training
+    code, out, err = run(capsys, "train", "tiny-cpu-demo", "--runs-dir", str(tmp_path / "runs"),
+                         "--save-interval", "10", "--keep-checkpoints", "3", "--json")
+    assert code == 0, err
+    started = json.loads(out)
+    warnings = [ln for ln in err.splitlines() if ln.startswith("warning: ")]
+    assert len(warnings) == 1 and "keeping 3 checkpoint(s) of 15.3 MiB takes up to 61.1 MiB" in warnings[0]
+    assert "set keep_checkpoints to 1 (--keep-checkpoints 1)" in warnings[0]
+    log = RunPaths(Path(started["path"])).log.read_text()
+    assert f"zerotui: {warnings[0]}" in log.splitlines()

@@ -30,7 +30,9 @@ def test_unwritable_nvme_path_is_refused(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
     plan = tiny_plan(tmp_path, stage=3, offload_optimizer="nvme", nvme_path=str(blocker / "swap"))
-    with pytest.raises(HardwareError, match="NVMe offload folder .* is not writable"):
+    # under a file: the file is named (mkdir's own word was a bare "Not a directory")
+    with pytest.raises(HardwareError, match=f"NVMe offload folder {blocker}/swap lies under {blocker}, which is a "
+                                            "file, not a folder"):
         start_run(plan, hardware=detect(probe_disks=False))
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
     # A parent that does not exist (a mistyped mount point) is not made: the swap would land on "/"'s disk
