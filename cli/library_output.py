@@ -1,8 +1,8 @@
 """What libraries print while a model loads (DeepSpeed's accelerator notice, zero_to_fp32's progress,
 transformers' bars and deprecation warnings), held back from the terminal.
 
-``chat`` and ``eval`` print an answer on stdout and, on a mistake, one line on stderr; a dozen lines of
-loader chatter around either would bury it. The held text is shown only when something fails that is
+``chat``, ``eval`` and ``merge`` print an answer on stdout and, on a mistake, one line on stderr; a dozen
+lines of loader chatter around it would bury it. The held text is shown only when something fails that is
 not the user's mistake (a bug to report), where it may say why.
 """
 from __future__ import annotations

@@ -57,11 +57,12 @@ def format_event(ev: dict[str, Any], total_steps: Optional[int] = None) -> Optio
 
 
 def events_end(paths: RunPaths) -> int:
-    """The current end of events.jsonl: follow from here to see only what happens next."""
-    try:
-        return paths.events.stat().st_size
-    except FileNotFoundError:
-        return 0
+    """Where events.jsonl's whole lines end now: follow from here to see only what happens next. Not the
+    file's size: after a torn last line (a writer killed mid-line) that is inside a line, which the
+    follower takes for a rewritten file and reads again from the start."""
+    from zerotui.core.events.stream import whole_lines_end
+
+    return whole_lines_end(paths.events)
 
 
 class EventCursor:

@@ -28,11 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from zerotui.cli.run_choice import say_choice
     from zerotui.core.run.folder import require_intact, resolve_run
 
     if args.json:
         return _print_listing(args.run, args.runs_dir)
-    paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=True, note=say_choice("attach"))
     require_intact(paths, "attach to")  # a FIFO events.jsonl would hang the dashboard's reader
     served = "web_driver" in os.environ.get("TEXTUAL_DRIVER", "")  # textual-serve relays it to a browser
     if not served and not (sys.stdin.isatty() and sys.stdout.isatty()):
@@ -50,10 +51,11 @@ def _print_listing(name, runs_dir) -> int:
     import time
 
     from zerotui.cli.commands.runs import run_record
+    from zerotui.cli.run_choice import say_choice
     from zerotui.core.run.folder import list_runs, resolve_run, summarise
 
     runs = list_runs(runs_dir) if not name else []
-    chosen = resolve_run(name, runs_dir, prefer_live=True) if name or runs else None
+    chosen = resolve_run(name, runs_dir, prefer_live=True, note=say_choice("attach")) if name or runs else None
     if name:
         runs = [summarise(chosen)]
     now = time.time()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TextIO
 
 from zerotui.cli.arg_types import folder
 from zerotui.core.errors import RunError
@@ -28,6 +29,26 @@ def _fmt(value: object, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"  # type: ignore[str-format]
 
 
+class ProgressLines:
+    """How far the evaluation is, on stderr (stdout is the result, or the --json document): each stage as
+    it begins, then a line every tenth of its count and at its end, like the phase lines of `train
+    --foreground` ("[held-out loss 12/40]"). Lines, not a redrawn counter: they read the same in a log."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if total <= 0:
+            line = f"[{stage}]" if done == 0 else None
+        elif done in (0, total) or done % -(-total // 10) == 0:
+            line = f"[{stage} {done}/{total}]"
+        else:
+            line = None
+        if line is not None:
+            self.out.write(line + "\n")
+            self.out.flush()
+
+
 def run(args: argparse.Namespace) -> int:
     from dataclasses import asdict
 
@@ -43,12 +64,15 @@ def run(args: argparse.Namespace) -> int:
         # events.jsonl has one writer while the worker lives; its own evals already carry perplexity.
         raise RunError(f"run {paths.name} is still {summary.state}",
                        f"evaluate it once it has ended (`zerotui stop {paths.name}` ends it with a checkpoint)")
+    # The terminal's stderr, taken before held_back() replaces it: progress is ours, not library chatter.
+    progress = ProgressLines(sys.stderr)
     with held_back():  # stdout is the result and stderr one line when the request is wrong
         from zerotui.core.infer.evaluate import eval_event, evaluate
         from zerotui.core.infer.weights import load_run_model
 
+        progress("loading the model", 0, 0)
         rm = load_run_model(paths, args.checkpoint, doing="evaluate")
-        result = evaluate(rm, args.samples)
+        result = evaluate(rm, args.samples, progress)
     for note in rm.skipped:
         sys.stderr.write(f"zerotui eval: skipped {note}\n")
     fields = eval_event(rm, result)

@@ -31,16 +31,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import contextlib
     import sys
 
+    from zerotui.cli.library_output import held_back
     from zerotui.core.run.folder import resolve_run
     from zerotui.core.sizes import format_bytes, parse_size
 
     shard = parse_size(args.max_shard_size, "--max-shard-size")
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
-    # DeepSpeed's logger and zero_to_fp32 print to stdout; stdout is this command's answer (--json).
-    with contextlib.redirect_stdout(sys.stderr):
+    # stdout is this command's answer (--json) and stderr its notes: DeepSpeed's accelerator notice,
+    # bitsandbytes' kernel lookup, transformers' warnings and zero_to_fp32's progress are held back, and
+    # shown only when the merge fails with something that is not a refusal of the request (a bug).
+    with held_back():
         from zerotui.core.export.merge import export_run
 
         notes: list[str] = []

@@ -21,15 +21,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.cli.commands.train import print_started
+    from zerotui.cli.commands.train import print_started, print_warning
     from zerotui.cli.run_follow import events_end, follow_run
     from zerotui.core.run.start import last_checkpoint_step, resume_run
     from zerotui.core.run.folder import resolve_run
 
     paths = resolve_run(args.run, args.runs_dir, prefer_live=False)
+    # Follow from the end of the last whole line, not the file's size: a run killed in the middle of a
+    # line leaves it torn, and an offset inside it made the follow read the whole file again, every line
+    # of the earlier sessions (their loading lines first) printed before the resumed worker's own.
     offset = events_end(paths)
     step = last_checkpoint_step(paths)
-    paths = resume_run(paths, force=args.force, restart=args.restart)
+    paths = resume_run(paths, force=args.force, restart=args.restart, warn=print_warning)
     if not args.json:
         print(f"continuing from the checkpoint at step {step}" if step is not None
               else "no complete checkpoint: the run starts again from step 0")

@@ -9,7 +9,7 @@ from typing import Any
 
 from zerotui.cli.arg_types import folder
 from zerotui.core.events.stream import as_float
-from zerotui.core.run.overview import eval_figures, latest_eval
+from zerotui.core.run.overview import eval_figures, latest_eval, latest_progress
 from zerotui.core.timefmt import format_duration
 
 DEFAULT_SHOWN = 20  # without --all: live runs plus the newest others, up to this many
@@ -22,15 +22,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_record(summary: Any, now: float) -> dict[str, Any]:
-    """What `runs --json` prints for one run: the status the worker last wrote, read back plainly."""
+    """What `runs --json` prints for one run: the status the worker last wrote, read back plainly, except
+    step, loss and tokens/s, which come together from the run's newest step report (``latest_progress``)."""
     st = summary.status
     started = as_float(st.get("started"))
     beat = as_float(st.get("heartbeat"))
     end = as_float(st.get("finished")) or (now if summary.live else beat)
+    # A damaged folder's events may be anything (a FIFO): its row is its status alone.
+    step, loss, speed = (latest_progress(summary.paths, st) if summary.state != "damaged"
+                         else (st.get("step"), as_float(st.get("loss")), as_float(st.get("tokens_per_s"))))
     rec = {
         "name": summary.name, "path": str(summary.paths.root), "state": summary.state,
-        "step": st.get("step"), "total_steps": st.get("total_steps"), "loss": as_float(st.get("loss")),
-        "tokens_per_s": as_float(st.get("tokens_per_s")), "started": started,
+        "step": step, "total_steps": st.get("total_steps"), "loss": loss,
+        "tokens_per_s": speed, "started": started,
         "duration_s": round(end - started, 1) if started and end else None,
         "heartbeat": beat, "heartbeat_age_s": round(now - beat, 1) if beat else None,
         "pid": st.get("pid"), "phase": st.get("phase"), "reason": st.get("reason"),

@@ -27,11 +27,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.cli.run_follow import EventCursor, events_end, finished_exit_code, format_event
+    from zerotui.cli.run_choice import say_choice
+    from zerotui.cli.run_follow import EventCursor, finished_exit_code, format_event
+    from zerotui.core.events.stream import whole_lines_end
     from zerotui.core.run.folder import (read_status, require_intact, require_not_silent, resolve_run,
                                          run_state, send_control)
 
-    paths = resolve_run(args.run, args.runs_dir, prefer_live=True)
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=True, note=say_choice("stop"))
     require_intact(paths, "stop")
     state = run_state(paths)
     if not args.run and state in ("completed", "stopped", "failed", "lost"):
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         beat = format_ago(st.get("heartbeat"))
         raise RunError(f"run {paths.name} is lost: its worker is gone (last heartbeat {beat})",
                        f"nothing to stop; `zerotui resume {paths.name}` continues it from its last checkpoint")
-    cursor = EventCursor(paths, events_end(paths))
+    cursor = EventCursor(paths, whole_lines_end(paths.events))  # not inside a torn line (resume.py says why)
     command = "stop-now" if args.now else "stop"
     entry = send_control(paths, command, by=f"zerotui stop (pid {os.getpid()})")
     # --json: the same steps, said once at the end as one object; the text lines as they happen otherwise.

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from zerotui.core.events.columns import Parsed, decode_lines, parse_events
-from zerotui.core.events.stream import read_lines
+from zerotui.core.events.stream import read_lines, whole_lines_end
 from zerotui.core.events.history import RunHistory
 from zerotui.core.events.superseded import drop_superseded
 from zerotui.core.safe_read import open_file
@@ -62,21 +62,6 @@ def parse_range(path: Path | str, start: int, end: int, chunk_bytes: int = CHUNK
             carry = buf[cut + 1:]
             out.append(parse_events(decode_lines(buf[:cut + 1])))
     return out
-
-
-def _whole_lines_end(path: Path | str, size: int) -> int:
-    """The offset just after the last newline (a torn last line is left for the follower)."""
-    with open_file(path, follow=False) as fh:
-        pos = size
-        while pos > 0:
-            step = min(65536, pos)
-            fh.seek(pos - step)
-            block = fh.read(step)
-            nl = block.rfind(b"\n")
-            if nl >= 0:
-                return pos - step + nl + 1
-            pos -= step
-    return 0
 
 
 def _line_start_after(path: Path | str, offset: int) -> int:
@@ -126,7 +111,7 @@ def load_history(path: Path | str, history: Optional[RunHistory] = None, chunk_b
     if not stat.S_ISREG(st.st_mode):  # a symlink out of the run folder, a FIFO: nothing of this run's
         return history, 0
     size = st.st_size
-    end = _whole_lines_end(path, size)
+    end = whole_lines_end(path, size)  # a torn last line is left for the follower
     use_helper = parallel if parallel is not None else end >= PARALLEL_MIN_BYTES
     cut = _line_start_after(path, int(end * HELPER_SHARE)) if use_helper and end > 0 else 0
     helper = _start_helper(path, 0, cut) if cut > 0 else None

@@ -1,8 +1,9 @@
 """The event stream: one JSON object per line in a run's ``events.jsonl``.
 
 It is the single source of truth for every client (dashboard, ``zerotui runs``, scripts). Writers append
-whole lines and flush each one; readers skip a torn last line and ignore types they do not know, so an
-old dashboard can read a newer worker's stream and vice versa.
+whole lines and flush each one (a writer that finds the last line torn by a crash ends it first); readers
+skip a torn last line and ignore types they do not know, so an old dashboard can read a newer worker's
+stream and vice versa.
 
 Every event has ``v`` (schema version), ``t`` (unix time, float) and ``type``. The fields each type must
 carry are listed in ``REQUIRED``; extra fields are allowed (they are how the schema grows).
@@ -106,7 +107,13 @@ class EventWriter:
         # Line-buffered text append: each write lands as one write() of a whole line. O_NOFOLLOW, O_NONBLOCK
         # and a regular-file check: events go into the run folder's own file, never through a symlink to
         # another file, and a FIFO planted there fails here instead of blocking the worker in open().
-        self._fh = os.fdopen(_open_append(self.path), "a", encoding="utf-8", buffering=1)
+        fd = _open_append(self.path)
+        try:
+            _end_torn_line(fd, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fh = os.fdopen(fd, "a", encoding="utf-8", buffering=1)
 
     def emit(self, type_: str, **fields: Any) -> dict[str, Any]:
         event = make_event(type_, **fields)
@@ -144,6 +151,47 @@ def _open_append(path: Path) -> int:
                              "run folder's own events.jsonl")
     os.set_blocking(fd, True)
     return fd
+
+
+def _end_torn_line(fd: int, path: Path) -> None:
+    """End the file's last line if a writer died in the middle of it (kill -9 of a long line, a full disk).
+    The next event would be glued to the fragment and lost to every reader with it: the resumed worker's
+    first phase, or the supervisor's run_finished. One writer at a time (the module docstring), so no line
+    is being written now; the fragment becomes a line of its own, which readers skip."""
+    try:
+        size = os.fstat(fd).st_size
+        if size == 0:
+            return
+        with open_file(path, follow=False) as fh:
+            fh.seek(size - 1)
+            torn = fh.read(1) != b"\n"
+        if torn:
+            os.write(fd, b"\n")
+    except OSError:  # unreadable to us, or a full disk: the events go in as they did before this check,
+        return       # and the emit that follows meets the same disk
+
+
+def whole_lines_end(path: Path | str, size: Optional[int] = None) -> int:
+    """Where the whole lines of the file (its first ``size`` bytes) end: just after the last newline; 0
+    when there is none, or no file to read.
+
+    Where to start following a file to see only what is written next. Not its size: after a torn last
+    line that is the middle of a line, which ``read_lines`` takes for a file cut and grown back, and
+    reads again from its start, every event of the run shown a second time."""
+    try:
+        fh = open_file(path, follow=False)
+    except OSError:
+        return 0
+    with fh:
+        pos = os.fstat(fh.fileno()).st_size if size is None else size
+        while pos > 0:
+            step = min(65536, pos)
+            fh.seek(pos - step)
+            nl = fh.read(step).rfind(b"\n")
+            if nl >= 0:
+                return pos - step + nl + 1
+            pos -= step
+    return 0
 
 
 def read_lines(path: Path | str, offset: int = 0, max_bytes: Optional[int] = None) -> tuple[bytes, int, bool]:

@@ -30,6 +30,15 @@ DEFAULT_SAMPLES = 50
 #: Longest answer generated per prompt; the reference's length decides below this.
 MAX_ANSWER_TOKENS = 256
 
+#: Told how far an evaluation is: (stage, done, total), with done 0 as a stage begins (total 0: a stage
+#: without a count, ``DATA_STAGE``). ``LOSS_STAGE`` counts the held-out split's micro-batches and
+#: ``ANSWER_STAGE`` the prompts answered for ROUGE-L; on a CPU either can take minutes, and a command
+#: that says nothing meanwhile looks hung.
+Progress = Callable[[str, int, int], None]
+DATA_STAGE = "reading the held-out split"
+LOSS_STAGE = "held-out loss"
+ANSWER_STAGE = "answering prompts"
+
 
 @dataclass
 class Generation:
@@ -58,7 +67,8 @@ def held_out(run_model: Any) -> Any:
     return data
 
 
-def heldout_loss(model: Any, data: Any, micro_batch: int) -> tuple[float, int]:
+def heldout_loss(model: Any, data: Any, micro_batch: int,
+                 progress: Progress | None = None) -> tuple[float, int]:
     """(mean loss per target token, target tokens) over the whole eval split."""
     import torch
     from zerotui.core.data.tokenise import IGNORE
@@ -66,16 +76,20 @@ def heldout_loss(model: Any, data: Any, micro_batch: int) -> tuple[float, int]:
     ev = data.eval
     device = next(model.parameters()).device
     nll, n = 0.0, 0
+    batches = -(-len(ev) // micro_batch)
+    if progress:
+        progress(LOSS_STAGE, 0, batches)
     with torch.no_grad():
-        for start in range(0, len(ev), micro_batch):
+        for done, start in enumerate(range(0, len(ev), micro_batch), 1):
             batch = data.batch(ev, list(range(start, min(start + micro_batch, len(ev)))))
             batch.pop("token_count", None)
             targets = int((batch["labels"][:, 1:] != IGNORE).sum())
-            if targets == 0:
-                continue
-            batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
-            nll += float(model(**batch).loss.float()) * targets
-            n += targets
+            if targets:
+                batch = {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+                nll += float(model(**batch).loss.float()) * targets
+                n += targets
+            if progress:
+                progress(LOSS_STAGE, done, batches)
     return (nll / n if n else float("nan")), n
 
 
@@ -103,12 +117,14 @@ def prompt_and_answer(ids: Any, labels: Any) -> tuple[list[int], list[int]] | No
 
 
 def rouge_pairs(run_model: Any, data: Any, samples: int,
-                progress: Callable[[int, int], None] | None = None) -> list[Generation]:
+                progress: Progress | None = None) -> list[Generation]:
     """Greedy answers to the first ``samples`` held-out prompts, beside their references."""
     tok = run_model.tokenizer
     pairs = [p for p in (prompt_and_answer(i, lab) for i, lab in documents(data.eval)) if p is not None]
     pairs = pairs[:samples]
     out = []
+    if progress:
+        progress(ANSWER_STAGE, 0, len(pairs))
     for k, (prompt, answer) in enumerate(pairs):
         budget = max(1, min(MAX_ANSWER_TOKENS, 2 * len(answer) + 8, data.seq_len))
         new = generate_ids(run_model.model, tok, prompt, Settings(max_new_tokens=budget))
@@ -116,7 +132,7 @@ def rouge_pairs(run_model: Any, data: Any, samples: int,
                               tok.decode(answer, skip_special_tokens=True).strip(),
                               tok.decode(new, skip_special_tokens=True).strip()))
         if progress:
-            progress(k + 1, len(pairs))
+            progress(ANSWER_STAGE, k + 1, len(pairs))
     return out
 
 
@@ -131,12 +147,15 @@ def rouge_l(generations: list[Generation]) -> float | None:
     return sum(scores) / len(scores)
 
 
-def evaluate(run_model: Any, samples: int = DEFAULT_SAMPLES,
-             progress: Callable[[int, int], None] | None = None) -> EvalResult:
+def evaluate(run_model: Any, samples: int = DEFAULT_SAMPLES, progress: Progress | None = None) -> EvalResult:
+    """Perplexity over the held-out split, and ROUGE-L of ``samples`` answers; ``progress`` hears each
+    micro-batch and each answer (``Progress``)."""
     if samples < 0:
         raise RunError(f"--samples {samples} is negative", "give 0 (perplexity only) or more")
+    if progress:
+        progress(DATA_STAGE, 0, 0)  # tokenising a large file (its cache aside) takes a while
     data = held_out(run_model)
-    loss, tokens = heldout_loss(run_model.model, data, max(1, int(run_model.plan.micro_batch)))
+    loss, tokens = heldout_loss(run_model.model, data, max(1, int(run_model.plan.micro_batch)), progress)
     ppl = math.exp(loss) if math.isfinite(loss) and loss < 700 else None  # exp overflows past ~709
     result = EvalResult(loss, ppl, tokens)
     if samples and data.report.format != "text":

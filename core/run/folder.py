@@ -18,7 +18,7 @@ import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from zerotui.core.atomic import atomic_write_json
 from zerotui.core.errors import RunError
@@ -318,8 +318,13 @@ def summarise(paths: RunPaths) -> RunSummary:
         return RunSummary(paths, "damaged", {}, f"{paths.name}: {err}")
 
 
-def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_live: bool = True) -> RunPaths:
-    """A run by folder path, folder name, or unique name fragment; None picks the newest (live first)."""
+def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_live: bool = True,
+                note: Optional[Callable[[str], None]] = None) -> RunPaths:
+    """A run by folder path, folder name, or unique name fragment; None picks the newest (live first).
+
+    ``prefer_live`` (commands that act on a running run: stop, attach) also settles a fragment that
+    matches several runs when exactly one of them is live; ``note`` is told which run that chose, so
+    the command can say so. Otherwise several matches are refused, each named with its state."""
     base = runs_dir or default_runs_dir()
     if name is not None and not name.strip():  # an unset shell variable: never "the newest run" by accident
         raise RunError("the run's name is empty", "give a run's name or folder (`zerotui runs` lists them), or "
@@ -335,9 +340,13 @@ def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_liv
         partial = [r for r in runs if name in r.name]
         if len(partial) == 1:
             return partial[0].paths
+        live = [r for r in partial if r.live] if prefer_live else []
+        if len(partial) > 1 and len(live) == 1:
+            if note is not None:
+                note(f"{name!r} matches {len(partial)} runs; {live[0].name} is the only live one: using it")
+            return live[0].paths
         if len(partial) > 1:
-            names = ", ".join(r.name for r in partial[:5])
-            raise RunError(f"{name!r} matches several runs: {names}", "give more of the run's name")
+            raise RunError(_several(name, partial), "give more of the run's name")
         if os.sep in name and p.is_dir():  # a folder given by its path, not a run's: say what it is
             raise RunError(f"{p} is not a zerotui run folder (it has no plan.yaml)",
                            "give a run's folder or name; `zerotui runs` lists the runs")
@@ -350,3 +359,11 @@ def resolve_run(name: Optional[str], runs_dir: Optional[Path] = None, prefer_liv
         if live:
             return live[0].paths
     return runs[0].paths
+
+
+def _several(name: str, matches: list[RunSummary], shown: int = 5) -> str:
+    """The refusal of an ambiguous fragment: the first ``shown`` matches with their states, so the right
+    one (the stopped run to resume, say) can be picked without a `zerotui runs` first."""
+    names = ", ".join(f"{r.name} ({r.state})" for r in matches[:shown])
+    more = f" and {len(matches) - shown} more" if len(matches) > shown else ""
+    return f"{name!r} matches several runs: {names}{more}"

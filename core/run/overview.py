@@ -6,6 +6,7 @@ tail, so it is searched for backwards (``core.events.backscan``: bounded, and re
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -78,15 +79,8 @@ def overview(summary: RunSummary) -> RunOverview:
         elif type_ == "run_started" and out.total_steps is None:
             total = ev.get("total_steps")
             out.total_steps = int(total) if isinstance(total, (int, float)) else None
-        elif type_ == "step" and out.step is None:
-            step = as_float(ev.get("step"))
-            out.step = int(step) if step is not None else None
-            out.loss = as_float(ev.get("loss"))
-            out.tokens_per_s = as_float(ev.get("tokens_per_s"))
+    out.step, out.loss, out.tokens_per_s = latest_progress(paths, summary.status, tail)
     out.eval = latest_eval(paths)
-    if out.step is None:
-        step = summary.status.get("step")
-        out.step = step if isinstance(step, int) else None
     return out
 
 
@@ -110,3 +104,46 @@ def eval_scores(ev: dict | None) -> str:
     parts = [f"ppl {format_number(figures['perplexity'])}" if figures["perplexity"] is not None else "",
              f"ROUGE-L {figures['rougeL']:.3f}" if figures["rougeL"] is not None else ""]
     return " · ".join(p for p in parts if p)
+
+
+#: Most of a run's tail is telemetry; its newest step report is nearly always in the last few KB.
+NEAR_TAIL_BYTES = 16 << 10
+
+
+def latest_progress(paths: RunPaths, status: dict,
+                    tail: list[dict] | None = None) -> tuple[int | None, float | None, float | None]:
+    """(step, loss, tokens/s) of a list's row, all three from the newest step report of the run's current
+    worker, so that the loss shown is the one logged at the step shown.
+
+    status.json cannot give that pair: its step and loss come from different writers after a worker is
+    killed (the heartbeat's loss, the supervisor's step from the events: step 10 beside step 5's loss).
+    A resumed worker that has reported no step yet stands at its ``run_started``'s ``start_step``, with
+    no loss: the killed worker's later reports are superseded (core/events/superseded.py). With neither
+    in the events (none written yet, or a tail of telemetry alone), status.json's fields as they are.
+    """
+    # A near tail first, the whole 256 KB only when it holds neither: most runs are decided without
+    # decoding a quarter of a megabyte of telemetry each (lazily: the wider read happens only if needed).
+    tails = [tail] if tail is not None else (read_end(paths.events, n, tail=True)
+                                             for n in (NEAR_TAIL_BYTES, TAIL_BYTES))
+    found = next((ev for events in tails for ev in reversed(events)
+                  if isinstance(ev, dict) and ev.get("type") in ("step", "run_started")), None)
+    if found is None:
+        found = latest_of_type(paths.events, "step")  # far back: a long pause, an hour of telemetry
+        started = latest_of_type(paths.events, "run_started") if found is not None else None
+        if started is not None and _number(started.get("t")) > _number(found.get("t")):
+            found = started
+    if found is not None and found.get("type") == "step":
+        return _int(found.get("step")), as_float(found.get("loss")), as_float(found.get("tokens_per_s"))
+    if found is not None and _int(found.get("start_step")) is not None:  # no step reported since this start
+        return _int(found.get("start_step")), None, None
+    return _int(status.get("step")), as_float(status.get("loss")), as_float(status.get("tokens_per_s"))
+
+
+def _number(value: object) -> float:
+    f = as_float(value)
+    return f if f is not None and math.isfinite(f) else -math.inf
+
+
+def _int(value: object) -> int | None:
+    f = as_float(value)
+    return int(f) if f is not None and math.isfinite(f) else None

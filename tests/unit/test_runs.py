@@ -151,7 +151,8 @@ def test_list_and_resolve(tmp_path):
     with pytest.raises(RunError, match="no run named 'zeta'"):
         resolve_run("zeta", tmp_path)
     with pytest.raises(RunError, match="matches several runs"):
-        resolve_run("-", tmp_path)
+        resolve_run("-", tmp_path, prefer_live=False)
+    assert resolve_run("-", tmp_path) == live  # several matches, one of them live: that one
     with pytest.raises(RunError, match="no runs in"):
         resolve_run(None, tmp_path / "empty")
 
