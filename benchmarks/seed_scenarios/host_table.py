@@ -9,11 +9,14 @@ pages: the model's safetensors while they are mapped to load (a moment, but up t
 13 GB for a 7B in 16 bits), libraries, and files in /dev/shm, where the harness keeps its models. Those
 are not what the run allocated, and the kernel drops the file-backed ones under pressure, so runs that
 recorded them (``rss_file``, since 2026-12-07) are judged on RSS less them ("own"); older runs only on
-RSS, which errs high. Rows where host RAM is what decides (the optimizer or weights offloaded to the CPU)
-are marked; the rule for them is the GPU's: no measured figure more than 3% above the estimate. Exit 1
-when a marked row breaks it on a figure without file pages (RSS alone cannot say which side it is on).
-Not yet checked on a GPU: whether CUDA's pinned host buffers count as the process's own pages there (if
-they counted as shared, "own" would leave them out); the first offload run with ``rss_file`` says.
+RSS, which errs high.
+
+Except where the CPU holds the optimizer or the weights: there CUDA's pinned host buffers count among the
+shared pages too (measured on the H200, seed-scenarios-rssfile-h200-2026-12-07.json: 1b-full-oga1 held
+33.2 GiB RSS of which 20.7 shared, with 2 GiB of model file; the estimate's 32.3 is the whole RSS, -2.9%),
+so "own" would leave out memory the kernel can never drop. Those rows are judged on RSS, which can only
+err high, and marked: host RAM is what decides for them; the rule is the GPU's, no measured figure more
+than 3% above the estimate. Exit 1 when a marked row breaks it.
 """
 from __future__ import annotations
 
@@ -29,9 +32,10 @@ def host_rows(files: list[str]) -> list[dict]:
     for r in rows(files):
         if not r["ran"] or not r["host_rss_max"]:
             continue
-        own = [v for v in (r.get("host_anon_training"), r.get("host_anon_saving")) if v]
-        measured, kind = (max(own), "own") if own else (r["host_rss_max"], "rss")
         offload = "cpu" in (r["plan"].get("offload_optimizer"), r["plan"].get("offload_params"))
+        # with offload the shared pages hold the pinned buffers (module docstring): RSS is the measure
+        own = [] if offload else [v for v in (r.get("host_anon_training"), r.get("host_anon_saving")) if v]
+        measured, kind = (max(own), "own") if own else (r["host_rss_max"], "rss")
         out.append({**r, "host_measured": measured, "host_kind": kind, "offload": offload,
                     "host_error": r["host_est"] / measured - 1})
     return out
@@ -49,13 +53,12 @@ def main(argv: list[str]) -> int:
         print(f"| {r['scenario']} ({r['file'][15:-5]}) | {describe(r['plan'])} | {r['host_est'] / GIB:.2f} "
               f"({r['host_phase']}) | {r['host_measured'] / GIB:.2f} {what} | {r['host_error']:+.1%} | "
               f"{'yes' if r['offload'] else ''} |")
-        if r["offload"] and r["host_kind"] == "own" and r["host_error"] < -0.03:
+        if r["offload"] and r["host_error"] < -0.03:
             bad.append(r["scenario"])
-    unsplit = sum(1 for r in table if r["offload"] and r["host_kind"] == "rss" and r["host_error"] < -0.03)
-    print(f"\n{len(table)} rows; {sum(r['offload'] for r in table)} with the CPU holding the optimizer or weights; "
-          f"{unsplit} of them more than 3% under RSS, which includes file pages (not recorded for them)")
+    print(f"\n{len(table)} rows; {sum(r['offload'] for r in table)} with the CPU holding the optimizer or weights, "
+          f"judged on RSS (file pages and pinned buffers in it); {len(bad)} of them more than 3% under it")
     if bad:
-        print(f"host RAM above the estimate by more than 3%, file pages left out: {', '.join(bad)}")
+        print(f"host RAM above the estimate by more than 3% (RSS, which may count file pages): {', '.join(bad)}")
         return 1
     return 0
 

@@ -31,7 +31,12 @@ Held out the next session (estimator-step-copy-holdout-predictions-2026-12-07.tx
 boundary (2b-49k-full-ho106, overflow 1.18 times the copy) read as the margin's rule, +1.4%; both under it
 (7b-l8-full-ho107, 1b128k-full-ho108) read as the rule too, +8.0% and +7.9% with the guard. What decides is
 the free range at the top of the pool when the copy comes (their histories: 3.96 and 2.35 GiB, ho105's
-0.18), which this condition does not see; the guard stays, on the safe side, until that is modelled."""
+0.18), which this condition does not see. The session after, the same plans with the other accumulation
+(ho109, ho110) read as their shapes had, to the byte: the accumulation does not decide. Before the fp32
+copy the step makes a 16-bit flat copy of the partition; where that one lands (the allocator's best fit:
+the top range in ho105/ho109, lower in ho110) sets what is left at the top. Over nine histories the split
+follows forward's overflow over the copy at about 0.6, a boundary fitted on them and none held out; the
+guard stays at 1, erring high (about 8%) on the plans between."""
 from __future__ import annotations
 
 from zerotui.core.estimate.margin import step_hole
