@@ -10,7 +10,7 @@ import json
 
 from zerotui.cli.commands.estimate import EXIT_DOES_NOT_FIT
 from zerotui.cli.hardware_options import add_hardware_options, hardware_from_args
-from zerotui.cli.plan_options import add_plan_options, plan_from_args
+from zerotui.cli.plan_options import add_plan_options, plan_from_args, warn_unusable_nvme
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from zerotui.core.run.input_check import check_inputs
 
     check_inputs(plan, training=False)
+    warn_unusable_nvme(plan)  # as estimate: NVMe offload plans are among what fit weighs
     spec = spec_for_plan(plan)
     hw = hardware_from_args(args, plan)
     recs = recommend(plan, hw, spec, limit=args.top)

@@ -130,6 +130,20 @@ def _model_keys(model: Any) -> frozenset[str]:
     return frozenset(names)
 
 
+#: Sections DeepSpeed reads through one of its pydantic models, which forbid keys they do not know (its
+#: ``DeepSpeedConfigModel``: ``extra="forbid"``): an unknown key there is refused. Every other section is
+#: read key by key with ``dict.get`` (``aio``, ``activation_checkpointing``...), so an unknown key in it is
+#: ignored without a word.
+STRICT_SECTIONS = frozenset({"zero_optimization", "zero_optimization.offload_optimizer",
+                             "zero_optimization.offload_param", "fp16", "bf16", "bfloat16", "tensorboard",
+                             "wandb", "csv_monitor", "comet"})
+
+
+def refuses_unknown_keys(section: str) -> bool:
+    """Whether DeepSpeed refuses a config with a key it does not know in ``section`` (a dotted path)."""
+    return section in STRICT_SECTIONS
+
+
 @functools.lru_cache(maxsize=None)
 def known_section_keys(section: str) -> Optional[frozenset[str]]:
     """Sub-keys DeepSpeed accepts in ``section`` (a dotted path), or None when it does not check them
@@ -152,6 +166,7 @@ def known_section_keys(section: str) -> Optional[frozenset[str]]:
         "csv_monitor": CSVConfig,
         "comet": CometConfig,
     }
+    assert set(models) == STRICT_SECTIONS  # one list of the sections a model checks
     if section in models:
         return _model_keys(models[section])
     parts = tuple(section.split("."))

@@ -95,7 +95,8 @@ class ConfigMapper:
                 if k in known:
                     self.keep_value((name, k), v)
                 else:
-                    self.unknown(f"{name}.{k}", known, ignored_silently=False)
+                    self.unknown(f"{name}.{k}", known,
+                                 ignored_silently=not self.dskeys.refuses_unknown_keys(name))
         else:
             self.keep_value((name,), value)
 

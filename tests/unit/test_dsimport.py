@@ -70,6 +70,19 @@ def test_article_config_maps_onto_the_plan_and_warns_about_the_invented_key(tmp_
     assert deepspeed_rejects(cfg) is None
 
 
+def test_an_unknown_key_in_a_section_is_said_to_be_refused_or_ignored_as_deepspeed_does(tmp_path):
+    """`aio` is read key by key (dict.get) and takes a typo without a word; zero_optimization is a model that
+    forbids unknown keys. The warning said "would refuse" for both."""
+    base = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1}
+    loose = dict(base, aio={"block_sise": 1048576})
+    strict = dict(base, zero_optimization={"stage": 2, "overlap_com": True})
+    assert deepspeed_rejects(loose) is None and deepspeed_rejects(strict) is not None
+    (w_loose,) = [w for w in import_ds_config(write(tmp_path, loose)).warnings if "aio.block_sise" in w]
+    (w_strict,) = [w for w in import_ds_config(write(tmp_path, strict)).warnings if "overlap_com" in w]
+    assert "ignores it silently" in w_loose and "would refuse" not in w_loose
+    assert "would refuse" in w_strict and "did you mean 'overlap_comm'" in w_strict
+
+
 def test_conflicting_train_batch_size_names_the_world_size(tmp_path):
     data = dict(ARTICLE, train_batch_size=64)
     r = import_ds_config(write(tmp_path, data))

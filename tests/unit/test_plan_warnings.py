@@ -90,6 +90,9 @@ def test_an_nvme_folder_that_is_a_file_is_a_warning_for_estimate_and_export(caps
     assert code == 0 and warnings(err) == [line]
     assert (tmp_path / "exp" / "launch.sh").exists() and blocker.read_text() == "kept"
 
+    code, out, err = run(capsys, "fit", "tiny-cpu-demo", *nvme, "--json")
+    assert code in (0, 3) and warnings(err) == [line]
+
 
 def test_an_nvme_folder_that_can_be_made_is_no_warning(capsys, tmp_path):
     nvme = ["--stage", "3", "--offload-optimizer", "nvme", "--nvme-path", str(tmp_path / "not-yet" / "swap")]
