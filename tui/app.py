@@ -38,21 +38,16 @@ SPEC_DEBOUNCE_S = 0.3
 FIT_ALTERNATIVES = 10
 
 
+#: Each wizard step's screen (module in tui/wizard, class), imported when first shown: start-up stays quick.
+_STEP_SCREENS = {"model": ("model", "ModelScreen"), "data": ("data_method", "DataMethodScreen"),
+                 "precision": ("precision", "PrecisionScreen"), "zero": ("zero_offload", "ZeroOffloadScreen")}
+
+
 def _step_screen(key: str) -> Screen:
-    if key == "model":
-        from zerotui.tui.wizard.model import ModelScreen
-        return ModelScreen()
-    if key == "data":
-        from zerotui.tui.wizard.data_method import DataMethodScreen
-        return DataMethodScreen()
-    if key == "precision":
-        from zerotui.tui.wizard.precision import PrecisionScreen
-        return PrecisionScreen()
-    if key == "zero":
-        from zerotui.tui.wizard.zero_offload import ZeroOffloadScreen
-        return ZeroOffloadScreen()
-    from zerotui.tui.wizard.review import ReviewScreen
-    return ReviewScreen()
+    import importlib
+
+    module, name = _STEP_SCREENS.get(key, ("review", "ReviewScreen"))
+    return getattr(importlib.import_module(f"zerotui.tui.wizard.{module}"), name)()
 
 
 class ZeroTuiApp(RunNavigation):
@@ -360,11 +355,14 @@ class ZeroTuiApp(RunNavigation):
     def start_run_worker(self, plan: Plan, hardware: Hardware, runs_dir: Optional[Path], force: bool) -> None:
         try:
             from zerotui.core.run.start import start_run
-            paths = start_run(plan, hardware, runs_dir=runs_dir, force=force)
+            paths = start_run(plan, hardware, runs_dir=runs_dir, force=force, warn=self._launch_warning)
         except ZeroTuiError as err:
             self.post_message(RunLaunched(error=err.message, hint=err.hint))
             return
         self.post_message(RunLaunched(paths))
+
+    def _launch_warning(self, line: str) -> None:  # it goes ahead (say, kept checkpoints that will not all fit)
+        self.call_from_thread(self.notify, line, title="Launch warning", severity="warning", timeout=20, markup=False)
 
     def on_run_launched(self, message: RunLaunched) -> None:
         if message.error:

@@ -42,3 +42,32 @@ async def test_launch_tiny_cpu_demo_opens_the_dashboard(tmp_path, monkeypatch):
     while time.time() < deadline and run_state(run.paths) in ("starting", "running", "paused", "stopping"):
         time.sleep(1)
     assert run_state(run.paths) in ("completed", "stopped", "failed")
+
+
+@pilot_test
+async def test_a_launch_warning_is_shown_not_only_logged(tmp_path, monkeypatch):
+    """start_run's warnings (kept checkpoints that will not all fit on the disk) reached only worker.log
+    from the wizard; `zerotui train` prints them."""
+    from zerotui.core.errors import RunError
+    from zerotui.core.run import start
+
+    said = "keeping 3 checkpoint(s) of 15.3 MiB takes up to 61.1 MiB"
+
+    def fake_start_run(plan, hardware=None, runs_dir=None, force=False, warn=None, **_):
+        warn(said)
+        raise RunError("stopped here by the test", "nothing to do")
+
+    monkeypatch.setattr(start, "start_run", fake_start_run)
+    monkeypatch.setenv("ZEROTUI_PRESETS_DIR", str(tmp_path / "presets"))
+    app = ZeroTuiApp(hardware=cpu_only(), runs_dir=tmp_path / "runs")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await new_run_at_data(pilot)
+        await pilot.press("ctrl+r")
+        await settle(pilot)
+        await pilot.press("l")
+        for _ in range(50):
+            await settle(pilot)
+            if any(said in str(n.message) for n in app._notifications):
+                break
+        shown = [n for n in app._notifications if said in str(n.message)]
+        assert len(shown) == 1 and shown[0].severity == "warning" and shown[0].title == "Launch warning"
