@@ -88,6 +88,11 @@ async def test_lost_run_shows_last_heartbeat_and_offers_resume(tmp_path):
         await pilot.pause(0.1)
         banner = text_of(screen.query_one("#dash-banner"))
         assert "Lost" in banner and "Last heartbeat 01:00:47 (10s ago)" in banner
+        # No ETA for a run whose worker is gone: the last rate promised an end that would not come.
+        assert "ETA" not in text_of(screen.query_one("#dash-eta")) and "step " in text_of(screen.query_one("#dash-eta"))
+        (eta_row,) = [line for line in text_of(screen.query_one("#pane-stats")).splitlines()
+                      if line.strip().startswith("ETA")]
+        assert "—" in eta_row, eta_row
         assert screen.check_action("stop", ()) is False
         assert screen.check_action("resume_run", ()) is True
         paths.plan.unlink()  # resume_run refuses a folder without its plan: the error must be shown

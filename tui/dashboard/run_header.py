@@ -11,6 +11,7 @@ from textual.widgets import ProgressBar, Static
 
 from zerotui.core.events.history import RunHistory
 from zerotui.core.run.folder import live_pids
+from zerotui.core.run.settled import LIVE_STATES
 from zerotui.core.timefmt import format_clock, format_duration
 
 STATE_STYLE = {"running": "green", "paused": "yellow", "stopping": "yellow", "starting": "cyan",
@@ -93,7 +94,8 @@ class RunHeader(Vertical):
         eta_text = ""
         if h is not None and h.total_steps:
             self.query_one(ProgressBar).update(total=h.total_steps, progress=h.current_step or 0)
-            eta = h.eta_s()
+            # only while a worker trains: a lost run's last rate promises an end that will not come
+            eta = h.eta_s() if facts.state in LIVE_STATES else None
             eta_text = f"step {h.current_step or 0:,}/{h.total_steps:,}"
             if eta is not None:
                 eta_text += f"  ETA {format_duration(eta)} ({format_clock(now + eta, now)})"

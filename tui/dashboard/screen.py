@@ -337,7 +337,7 @@ failed or lost run. Detaching leaves the run training: `zerotui attach RUN` come
         now = self.clock()
         self._stats_dirty = False
         self._last_stats = now
-        self.query_one(StatPanel).show(self.history, now)
+        self.query_one(StatPanel).show(self.history, now, self.outcome in LIVE_STATES)
         self.query_one(PhasePanel).show(self.history, now, self.outcome, self.finished)
         # "read-only" in the header whenever no control key applies: opened so, or the run is over
         controllable = self.live and self.outcome in LIVE_STATES + ("lost",)

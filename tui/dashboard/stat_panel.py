@@ -31,18 +31,18 @@ class StatPanel(Static):
 
     _shown: Optional[list[tuple[str, str]]] = None
 
-    def show(self, history: Optional[RunHistory], now: float) -> None:
+    def show(self, history: Optional[RunHistory], now: float, running: bool = True) -> None:
         """Update only when a value changed, and re-layout only when the number of rows did: a live
         dashboard calls this every second, and a layout pass repaints far more than this panel."""
-        rows = self.rows(history, now) if history is not None else []
+        rows = self.rows(history, now, running) if history is not None else []
         if rows == self._shown and self._shown is not None:
             return
         layout = self._shown is None or len(rows) != len(self._shown)
         self._shown = rows
-        self.update(self.table(history, now), layout=layout)
+        self.update(self.table(history, now, running), layout=layout)
 
     @staticmethod
-    def rows(history: RunHistory, now: float) -> list[tuple[str, str]]:
+    def rows(history: RunHistory, now: float, running: bool = True) -> list[tuple[str, str]]:
         h = history
         ev = h.step
         step, total = h.current_step, h.total_steps
@@ -83,16 +83,16 @@ class StatPanel(Static):
             rows.append(("start-up", format_duration(h.startup_s(now))))
         else:
             rows.append(("elapsed", format_duration(h.elapsed_s(now))))
-        eta = h.eta_s()
+        eta = h.eta_s() if running else None  # a lost run (its worker gone, no end recorded) has no ETA
         rows.append(("ETA", "—" if eta is None else f"{format_duration(eta)}   at {format_clock(now + eta, now)}"))
         return rows
 
-    def table(self, history: Optional[RunHistory], now: float) -> Table | Text:
+    def table(self, history: Optional[RunHistory], now: float, running: bool = True) -> Table | Text:
         if history is None:
             return Text("reading the run…", style="dim")
         table = Table.grid(padding=(0, 1))
         table.add_column(style="dim", no_wrap=True, min_width=10)
         table.add_column(no_wrap=True, overflow="ellipsis")
-        for label, value in self.rows(history, now):
+        for label, value in self.rows(history, now, running):
             table.add_row(label, value)
         return table
