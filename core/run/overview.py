@@ -85,8 +85,17 @@ def overview(summary: RunSummary) -> RunOverview:
 
 
 def latest_eval(paths: RunPaths) -> dict | None:
-    """The newest ``eval`` event of the run, however far back (None when it has none)."""
-    return latest_of_type(paths.events, "eval")
+    """The newest ``eval`` event of the run, however far back; None when it has none, or when the newest
+    worker began below its step (a resume from an earlier checkpoint, or ``--restart`` from 0): the
+    weights it scored are gone, the rule core/events/superseded.py applies to every reader."""
+    ev = latest_of_type(paths.events, "eval")
+    start = latest_of_type(paths.events, "run_started") if ev is not None else None
+    if ev is not None and start is not None:
+        t, step, since, begun = (as_float(x) for x in (ev.get("t"), ev.get("step"), start.get("t"),
+                                                        start.get("start_step")))
+        if None not in (t, step, since, begun) and since > t and begun < step:
+            return None
+    return ev
 
 
 def eval_figures(ev: dict | None) -> dict[str, float | None]:

@@ -111,3 +111,23 @@ def test_without_step_reports_the_status_stands(tmp_path, capsys):
     paths = killed_run(base, "early", lambda w: None, 7, 2.0, 50.0)
     row = rows(capsys, base)[paths.name]
     assert (row["step"], row["loss"], row["tokens_per_s"]) == (7, 2.0, 50.0)
+
+
+def test_an_eval_of_steps_a_restart_redid_is_not_shown_as_the_runs_eval(tmp_path, capsys):
+    """`resume --restart` trains from step 0 again: the EVAL column kept the first session's eval at step 40,
+    of weights that no longer exist. An eval at or below where the newest worker began still stands."""
+    base = tmp_path / "runs"
+
+    def evals_then(start_step):
+        def write(w):
+            started(w, 0)
+            step(w, 40, 3.0, 800.0)
+            w.emit("eval", step=40, loss=2.5, perplexity=12.18)
+            started(w, start_step)
+        return write
+
+    restarted = killed_run(base, "restarted", evals_then(0), 40, None, None)
+    resumed = killed_run(base, "resumed-at-40", evals_then(40), 40, None, None)
+    got = rows(capsys, base)
+    assert got[restarted.name]["eval_loss"] is None
+    assert got[resumed.name]["eval_loss"] == 2.5
