@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import TextIO
 
 from zerotui.cli.arg_types import folder
+from zerotui.cli.progress_lines import ProgressLines
 from zerotui.core.errors import RunError
 
 
@@ -27,26 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _fmt(value: object, digits: int) -> str:
     return "-" if value is None else f"{value:.{digits}f}"  # type: ignore[str-format]
-
-
-class ProgressLines:
-    """How far the evaluation is, on stderr (stdout is the result, or the --json document): each stage as
-    it begins, then a line every tenth of its count and at its end, like the phase lines of `train
-    --foreground` ("[held-out loss 12/40]"). Lines, not a redrawn counter: they read the same in a log."""
-
-    def __init__(self, out: TextIO) -> None:
-        self.out = out
-
-    def __call__(self, stage: str, done: int, total: int) -> None:
-        if total <= 0:
-            line = f"[{stage}]" if done == 0 else None
-        elif done in (0, total) or done % -(-total // 10) == 0:
-            line = f"[{stage} {done}/{total}]"
-        else:
-            line = None
-        if line is not None:
-            self.out.write(line + "\n")
-            self.out.flush()
 
 
 def run(args: argparse.Namespace) -> int:

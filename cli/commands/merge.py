@@ -34,6 +34,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from zerotui.cli.library_output import held_back
+    from zerotui.cli.progress_lines import ProgressLines
     from zerotui.core.run.folder import resolve_run
     from zerotui.core.sizes import format_bytes, parse_size
 
@@ -42,12 +43,14 @@ def run(args: argparse.Namespace) -> int:
     # stdout is this command's answer (--json) and stderr its notes: DeepSpeed's accelerator notice,
     # bitsandbytes' kernel lookup, transformers' warnings and zero_to_fp32's progress are held back, and
     # shown only when the merge fails with something that is not a refusal of the request (a bug).
+    # The terminal's stderr, taken before held_back() replaces it: the stage lines are ours.
+    progress = ProgressLines(sys.stderr)
     with held_back():
         from zerotui.core.export.merge import export_run
 
         notes: list[str] = []
         result = export_run(paths, args.output, checkpoint=args.checkpoint, dtype=args.dtype, notes=notes,
-                            fmt=args.fmt, max_shard_size=max(1, shard), force=args.force)
+                            fmt=args.fmt, max_shard_size=max(1, shard), force=args.force, stage=progress)
     for note in notes:  # a damaged newest checkpoint: say which one was passed over, and why
         sys.stderr.write(f"zerotui merge: {note}\n")
     if args.json:

@@ -19,7 +19,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from zerotui.core.atomic import honour_umask
 from zerotui.core.errors import RunError, StorageError
@@ -75,12 +75,15 @@ def merge_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = None
 
 def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = None,
                dtype: str | None = None, notes: list[str] | None = None, fmt: str = "safetensors",
-               max_shard_size: int = DEFAULT_SHARD, force: bool = False) -> MergeResult:
+               max_shard_size: int = DEFAULT_SHARD, force: bool = False,
+               stage: Callable[[str], None] | None = None) -> MergeResult:
     """Write the merged / consolidated model of ``run_paths`` to ``out_dir`` as ``fmt``.
 
     ``checkpoint``: a tag (``step120``), a step number or ``latest``; by default ``final/`` when the run
     has one, else the newest complete checkpoint. ``force`` skips the RAM check (not the disk check).
+    ``stage`` is told each step as it begins (a 70B merge takes many minutes, and says nothing else).
     """
+    say = stage or (lambda _what: None)
     from transformers.utils import logging as hf_logging
     from zerotui.core.model.spec import spec_for_plan
     from zerotui.core.plan.schema import load_plan
@@ -132,6 +135,8 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
             need = estimate_need(spec.params_total, dtype, max_shard_size, kind, plan.stage, fmt)
             room = check_room(need, out, force)
     # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
+    if not use_final:
+        say("reading the checkpoint")
     loaded = None if use_final else load_checkpoint(run_paths, checkpoint, lazy=True)
     if loaded is not None and notes is not None:
         notes += [f"skipped checkpoint {s}" for s in loaded.skipped]
@@ -139,6 +144,7 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     staged = tmp if fmt == "safetensors" else Path(tempfile.mkdtemp(prefix=f".{out.name}.merged-", dir=out.parent))
     try:
+        say("merging the adapters into the base model" if plan.uses_adapters() else "gathering the weights")
         if plan.uses_adapters():
             reference = save_model(merged_lora(plan, final if use_final else None, loaded, dtype),
                                     staged, dtype, max_shard_size)
@@ -147,8 +153,11 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         loaded = None  # drops the memory-mapped checkpoint before anything loads back
         run_tokenizer(plan, final).save_pretrained(str(staged))
         result = MergeResult(out, fmt, dtype, source, room=room)
+        say("loading the written model back to check it")
         result.verification, loaded_logits = _verify_folder(staged, dtype, reference)
         reference = loaded_logits if reference is None else reference
+        if fmt != "safetensors":
+            say(f"writing {fmt}")
         if fmt == "bnb-4bit":
             from zerotui.core.export.quantised import write_4bit
 

@@ -3,6 +3,7 @@ notice, bitsandbytes' kernel lookup, transformers' warnings) stays off the termi
 it, since it may say why. The merge itself is replaced here: what matters is what reaches the terminal."""
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -67,3 +68,18 @@ def test_a_crash_shows_what_the_libraries_said(monkeypatch, capsys, a_run):
         _merge(capsys, a_run)
     err = capsys.readouterr().err
     assert GEMM in err and ACCELERATOR in err  # a bug to report: the held text may say why
+
+
+def test_the_merges_own_stages_reach_the_terminal_and_the_chatter_does_not(monkeypatch, capsys, a_run):
+    """With the libraries held back a 70B merge would be silent for many minutes: its stages are said."""
+    def export_run(paths, out, stage=None, **_options):
+        stage("merging the adapters into the base model")
+        print(ACCELERATOR)
+        stage("loading the written model back to check it")
+        return MergeResult(Path(out), "safetensors", "fp32", "final", {"model.safetensors": 2048})
+
+    monkeypatch.setattr(merge_module, "export_run", export_run)
+    code, out, err = _merge(capsys, a_run, "--json")
+    assert code == 0 and json.loads(out)["format"] == "safetensors"
+    assert err.splitlines() == ["[merging the adapters into the base model]",
+                                "[loading the written model back to check it]"]

@@ -62,7 +62,7 @@ def test_the_command_prints_progress_on_stderr(tmp_path, monkeypatch, capsys, ru
 def test_long_stages_print_a_line_every_tenth(capsys):
     import sys
 
-    from zerotui.cli.commands.eval import ProgressLines
+    from zerotui.cli.progress_lines import ProgressLines
 
     lines = ProgressLines(sys.stderr)
     for done in range(101):
