@@ -192,10 +192,12 @@ def measure(folder: Path, t0: float, skip_windows: int = 1, *, fine: Optional[in
         "host_rss_max_training": top("rss", [e for e in run_tele if saving is None or e["t"] < saving]),
         "host_rss_max_saving": top("rss", [e for e in run_tele if saving is not None and e["t"] >= saving]),
         "host_rss_max_building": top("rss", [e for e in tele if building(e["t"])]),
-        # the same without resident file pages (the model's mapped safetensors, libraries, /dev/shm files;
-        # telemetry's rss_file, recorded since 2026-12-07): what the run itself holds
-        "host_rss_anon_max_training": top("anon", [own(e) for e in run_tele if saving is None or e["t"] < saving]),
-        "host_rss_anon_max_saving": top("anon", [own(e) for e in run_tele if saving is not None and e["t"] >= saving]),
+        # the same without resident file pages (the model's mapped safetensors, libraries, /dev/shm files):
+        # what the run itself holds. Telemetry's rss_file was Linux's "shared" on 2026-12-07 (pinned CUDA
+        # buffers in it: the "anon" figures of that day's runs), the pages of mapped regular files since
+        # (core/hardware/file_pages.py: the "own" figures)
+        "host_rss_own_max_training": top("anon", [own(e) for e in run_tele if saving is None or e["t"] < saving]),
+        "host_rss_own_max_saving": top("anon", [own(e) for e in run_tele if saving is not None and e["t"] >= saving]),
     }
 
 

@@ -109,7 +109,9 @@ def rows(files: list[str]) -> list[dict]:
                         "host_rss_training": r.get("host_rss_max_training"),
                         "host_rss_saving": r.get("host_rss_max_saving"),
                         "host_anon_training": r.get("host_rss_anon_max_training"),
-                        "host_anon_saving": r.get("host_rss_anon_max_saving")})
+                        "host_anon_saving": r.get("host_rss_anon_max_saving"),
+                        "host_own_training": r.get("host_rss_own_max_training"),
+                        "host_own_saving": r.get("host_rss_own_max_saving")})
     return out
 
 

@@ -8,7 +8,9 @@ It runs on the worker's main thread beside a training loop that must not notice 
 * RSS is summed over the worker's process tree (the DeepSpeed launcher's ranks are its children). Finding
   children scans all of /proc, so the list is refreshed every ``children_refresh_s`` only: ranks start
   once. RSS counts shared pages (torch's libraries, pinned buffers) once per process, so the sum is an
-  upper bound; PSS would be exact but reads every smaps file (tens of ms per rank).
+  upper bound; PSS would be exact but reads every smaps file (tens of ms per rank). ``rss_file``, the
+  part of RSS that maps regular files, does read smaps, so each process's is kept for 30 s unless its
+  RSS moves by 256 MiB.
 * A child whose command line is its parent's is left out: a fork that has not yet exec'd. Every
   ``subprocess`` call the worker makes (py-cpuinfo's probes when CPU Adam starts, DeepSpeed's compiler
   checks) is such a copy for a moment, and its RSS is the parent's own pages: a 0.13B NVMe run on the
@@ -28,6 +30,9 @@ from zerotui.core.hardware.disks import allocated_bytes
 from zerotui.core.hardware.hostmem import read_cgroup_memory
 from zerotui.core.hardware.nvml import NvmlSession, VisibleGpu
 
+#: How far a process's RSS moves before its file pages are read again early (see ``_file_pages``).
+FILE_PAGES_STEP = 256 << 20
+
 
 
 
@@ -41,7 +46,7 @@ class TelemetrySampler:
 
     def __init__(self, gpu_indices: Optional[list[int]] = None, nvme_path: Optional[str] = None,
                  root_pid: Optional[int] = None, children_refresh_s: float = 10.0,
-                 nvme_refresh_s: float = 30.0) -> None:
+                 nvme_refresh_s: float = 30.0, file_pages_refresh_s: float = 30.0) -> None:
         self._nvml = NvmlSession()
         self._gpus: list[VisibleGpu] = []
         try:
@@ -56,6 +61,8 @@ class TelemetrySampler:
         self._children_at = 0.0
         self._children_refresh_s = children_refresh_s
         self._root_pid = root_pid or os.getpid()
+        self._file_cache: dict[int, tuple[float, int, Optional[int]]] = {}
+        self._file_pages_refresh_s = file_pages_refresh_s
         try:
             import psutil  # noqa: PLC0415
 
@@ -119,14 +126,16 @@ class TelemetrySampler:
         for p in self._procs:
             try:
                 mem = p.memory_info()
-                # Linux's "shared": resident pages backed by a file or shared memory (the model's
-                # safetensors mapped while loading, libraries, files in /dev/shm). The kernel can drop the
-                # file-backed ones under pressure, so they are told apart from what the run itself holds.
-                seen.append((p.pid, p.ppid(), p.cmdline(), mem.rss, getattr(mem, "shared", None)))
+                # Resident pages of mapped files (the model's safetensors while loading, libraries, files
+                # in /dev/shm): the kernel can drop them, so they are told apart from what the run holds.
+                # Not Linux's "shared", which also counts CUDA's pinned buffers (core/hardware/file_pages.py).
+                seen.append((p.pid, p.ppid(), p.cmdline(), mem.rss, self._file_pages(p.pid, mem.rss, now)))
                 alive.append(p)
             except Exception:
                 continue  # a rank that exited since the last refresh
         self._procs = alive
+        pids = {p.pid for p in alive}
+        self._file_cache = {pid: v for pid, v in self._file_cache.items() if pid in pids}
         lines = {pid: line for pid, _, line, _, _ in seen}
         # A forked child with its parent's command line (a data loader, a compile job's fork) shares its
         # parent's pages: counted once, with the parent.
@@ -136,6 +145,19 @@ class TelemetrySampler:
             return None, None
         shared = [sh for _, sh in counted]
         return sum(rss for rss, _ in counted), (sum(shared) if None not in shared else None)
+
+    def _file_pages(self, pid: int, rss: int, now: float) -> Optional[int]:
+        """``file_backed_rss(pid)``, read again only when ``file_pages_refresh_s`` have passed or RSS has
+        moved by FILE_PAGES_STEP since: a read walks the process's mappings (6-12 ms on the CPU), too much
+        for every sample on the training loop's thread, and file pages move with loading and saving,
+        which move RSS too."""
+        from zerotui.core.hardware.file_pages import file_backed_rss
+
+        last = self._file_cache.get(pid)
+        if last is None or now - last[0] >= self._file_pages_refresh_s or abs(rss - last[1]) >= FILE_PAGES_STEP:
+            last = (now, rss, file_backed_rss(pid))
+            self._file_cache[pid] = last
+        return last[2]
 
     def _nvme(self) -> Optional[int]:
         if self._nvme_path is None:

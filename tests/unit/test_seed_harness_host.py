@@ -30,8 +30,8 @@ def test_host_figures_split_at_the_save_and_leave_out_file_pages(tmp_path):
         w.emit("run_finished", t=5.0, state="completed", reason="done")
     m = measure(tmp_path, 0.0)
     assert m["host_rss_max_training"] == 20 * GIB and m["host_rss_max_saving"] == 14 * GIB
-    assert m["host_rss_anon_max_training"] == 9 * GIB      # 20 - 12 = 8 < 10 - 1 = 9
-    assert m["host_rss_anon_max_saving"] == 12 * GIB
+    assert m["host_rss_own_max_training"] == 9 * GIB      # 20 - 12 = 8 < 10 - 1 = 9
+    assert m["host_rss_own_max_saving"] == 12 * GIB
 
 
 def test_without_file_pages_recorded_the_split_is_unknown_not_zero(tmp_path):
@@ -41,4 +41,4 @@ def test_without_file_pages_recorded_the_split_is_unknown_not_zero(tmp_path):
         w.emit("run_finished", t=5.0, state="completed", reason="done")
     m = measure(tmp_path, 0.0)
     assert m["host_rss_max_training"] == 20 * GIB
-    assert m["host_rss_anon_max_training"] is None and m["host_rss_anon_max_saving"] is None
+    assert m["host_rss_own_max_training"] is None and m["host_rss_own_max_saving"] is None

@@ -67,13 +67,17 @@ def test_rss_sums_the_process_tree():
 def test_file_pages_a_run_maps_are_told_apart_from_its_own_memory(tmp_path):
     # A model's safetensors are read through a mapping: their pages count in RSS while mapped, but they
     # are the file's (the kernel can drop them), not memory the run allocated. A child maps 300 MB of a
-    # file and touches it, then allocates 200 MB of its own.
+    # file and touches it, then allocates 200 MB of its own and 100 MB of shared memory that maps no file
+    # (as CUDA's pinned buffers: Linux counts them as "shared" with the files, psutil too, and on the H200
+    # that took 20 GiB of an offload run's own memory for file pages).
     data = tmp_path / "weights.bin"
     data.write_bytes(b"\1" * (300 << 20))
     code = ("import mmap, sys, time\n"
             f"f = open({str(data)!r}, 'rb'); m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\n"
             "total = sum(m[i] for i in range(0, len(m), 4096))\n"
             "own = bytearray(200 << 20)\n"
+            "pinned = mmap.mmap(-1, 100 << 20, flags=mmap.MAP_SHARED)\n"
+            "for i in range(0, len(pinned), 4096): pinned[i] = 1\n"
             "sys.stdout.write('ok\\n'); sys.stdout.flush(); time.sleep(60)\n")
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -82,8 +86,8 @@ def test_file_pages_a_run_maps_are_told_apart_from_its_own_memory(tmp_path):
             sample = s.sample()
         rss, file_pages = sample["rss"], sample["rss_file"]
         assert file_pages >= (300 << 20) * 0.9                   # the mapped file is file pages
-        assert rss - file_pages >= (200 << 20) * 0.9             # the bytearray is the process's own
-        assert rss - file_pages < (200 << 20) + (150 << 20)      # and the file is not counted as its own
+        assert rss - file_pages >= (300 << 20) * 0.9             # the bytearray and the shared memory are its own
+        assert rss - file_pages < (300 << 20) + (150 << 20)      # and the file is not counted as its own
         assert validate(make_event("telemetry", **sample)) == []
     finally:
         child.kill()
