@@ -14,11 +14,12 @@ import tempfile
 import textwrap
 import time
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from zerotui.core.hardware.detect import detect
 from zerotui.core.hardware.types import GpuInfo, Hardware
-from zerotui.core.doctor.pitfalls import find_pitfalls
+from zerotui.core.doctor.pitfalls import Pitfall, find_pitfalls
 from zerotui.core.sizes import format_bytes
 
 SCHEMA = 1
@@ -96,7 +97,7 @@ def collect(probe_software: bool = True, env: Optional[Mapping[str, str]] = None
     hw = hardware if hardware is not None else detect()
     sw = run_probe(env, timeout_s) if probe_software else {}
     ds = sw.get("deepspeed") or {}
-    pitfalls = find_pitfalls(hw, sw, env)
+    pitfalls = find_pitfalls(hw, sw, env) + folder_pitfalls(env)
     return {
         "schema": SCHEMA,
         "ok": not any(p.severity == "error" for p in pitfalls),
@@ -120,6 +121,39 @@ def collect(probe_software: bool = True, env: Optional[Mapping[str, str]] = None
                     "deepspeed_import_s": sw.get("deepspeed_import_s"),
                     "total_s": round(time.perf_counter() - started, 2)},
     }
+
+
+def folder_problem(path: Path) -> Optional[str]:
+    """Why zerotui could not make or write ``path`` (None when it can): the path, or the nearest of its
+    parents that exists, is a file, or is not writable."""
+    probe = path
+    while not probe.exists() and not probe.is_symlink() and probe.parent != probe:
+        probe = probe.parent
+    if probe.is_symlink() and not probe.exists():
+        return f"{probe} is a dangling link"
+    if not probe.is_dir():
+        return f"{probe} is a file, not a folder" if probe == path else f"{probe} (on its path) is not a folder"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable by this user"
+    return None
+
+
+def folder_pitfalls(env: Mapping[str, str]) -> list[Pitfall]:
+    """The runs folder and the cache ($ZEROTUI_RUNS_DIR, $ZEROTUI_CACHE_DIR or their defaults) must be
+    folders zerotui can write: otherwise every `train` fails at its start (runs) or tokenises again each time."""
+    from zerotui.core.paths import cache_root, default_runs_dir
+
+    out = []
+    for var, label, path, severity, what in (
+            ("ZEROTUI_RUNS_DIR", "runs", default_runs_dir(), "error", "no run can start"),
+            ("ZEROTUI_CACHE_DIR", "cache", cache_root(), "warning", "nothing can be cached (the built-in tiny model cannot start)")):
+        if env.get(var):  # ``env`` may differ from os.environ (tests)
+            path = Path(env[var]).expanduser()
+        problem = folder_problem(path)
+        if problem:
+            out.append(Pitfall(f"{label}_dir_unusable", severity, f"the {label} folder {path}: {problem}, so {what}",
+                               f"set {var} to a writable folder (or fix {path})"))
+    return out
 
 
 def _memlock() -> dict[str, Any]:

@@ -10,7 +10,6 @@ The trials themselves are ordinary runs in the runs folder, named ``<sweep>-t<N>
 """
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass
@@ -58,7 +57,14 @@ def sweeps_dir(runs_dir: Path) -> Path:
 
 def new_sweep_dir(runs_dir: Path, name: str) -> SweepPaths:
     base = sweeps_dir(runs_dir)
-    base.mkdir(parents=True, exist_ok=True)
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):  # the runs folder, or a folder above it, is a file
+        raise RunError(f"cannot make the sweep's folder {base}: the runs folder {runs_dir} or a folder above it "
+                       "is a file", "give --runs-dir a folder, or a path where one can be made") from None
+    except PermissionError:
+        raise RunError(f"cannot make the sweep's folder {base}: permission denied",
+                       "give --runs-dir a folder you can write") from None
     stamp = time.strftime("%Y%m%d-%H%M%S")
     for n in range(100):
         root = base / (f"{stamp}-{name}" if n == 0 else f"{stamp}-{name}-{n}")
@@ -74,15 +80,39 @@ def write_spec(paths: SweepPaths, spec: dict[str, Any]) -> None:
     atomic_write_json(paths.spec, spec)
 
 
+def _bad_spec(paths: SweepPaths, why: str) -> RunError:
+    return RunError(f"{paths.spec}: {why}", "the sweep folder is damaged: move it aside and start "
+                    "the sweep again")
+
+
 def read_spec(paths: SweepPaths) -> dict[str, Any]:
+    """sweep.json, checked: a FIFO, a device or a huge file is refused unread, and a field of the wrong
+    type is named here (not as a KeyError or ValueError deep in --resume or --show)."""
+    from zerotui.core.safe_read import RUN_FILE_BYTES, describe, load_json, read_text
+
     try:
-        data = json.loads(paths.spec.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise RunError(f"{paths.spec}: not a readable sweep description ({err})",
-                       "`zerotui sweep --list` shows the sweeps") from None
+        data = load_json(read_text(paths.spec, RUN_FILE_BYTES, follow=False))
+    except (OSError, UnicodeDecodeError) as err:
+        raise _bad_spec(paths, f"not a readable sweep description ({describe(err)})") from None
+    except ValueError as err:
+        raise _bad_spec(paths, f"not a readable sweep description ({err})") from None
     if not isinstance(data, dict) or not {"plan", "space", "trials", "runs_dir"} <= set(data):
-        raise RunError(f"{paths.spec}: not a zerotui sweep", "`zerotui sweep --list` shows the sweeps")
+        raise _bad_spec(paths, "not a zerotui sweep (it needs plan, space, trials and runs_dir)")
+    checks = [("plan", isinstance(data["plan"], dict), "a mapping"),
+              ("space", isinstance(data["space"], list) and bool(data["space"]) and all(
+                  isinstance(p, dict) and isinstance(p.get("name"), str) for p in data["space"]),
+               "a list of parameters, each with a name"),
+              ("trials", _whole(data["trials"], 1), "a whole number of at least 1"),
+              ("runs_dir", isinstance(data["runs_dir"], str) and bool(data["runs_dir"]), "a folder path"),
+              ("parallel", _whole(data.get("parallel", 1), 1), "a whole number of at least 1")]
+    for key, ok, want in checks:
+        if not ok:
+            raise _bad_spec(paths, f"field '{key}' must be {want} (got {data.get(key)!r:.60})")
     return data
+
+
+def _whole(value: Any, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
 
 
 def write_status(paths: SweepPaths, **fields: Any) -> None:
@@ -93,10 +123,12 @@ def write_status(paths: SweepPaths, **fields: Any) -> None:
 
 
 def read_status(paths: SweepPaths) -> dict[str, Any]:
-    try:
-        data = json.loads(paths.status.read_text(encoding="utf-8"))
+    from zerotui.core.safe_read import RUN_FILE_BYTES, load_json, read_text
+
+    try:  # never blocks: a FIFO or device in the status's place reads as no status
+        data = load_json(read_text(paths.status, RUN_FILE_BYTES, follow=False))
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return {}
 
 

@@ -21,14 +21,30 @@ def _run_elapsed(runs_dir: str, run: str | None) -> float | None:
     return None
 
 
-def summary(paths: Any) -> dict[str, Any]:
+def _study_trials(paths: Any) -> list[Any]:
+    """The study's trials; RunError naming study.db when it is not a database Optuna can read (a damaged
+    or foreign file), instead of SQLAlchemy's traceback."""
+    from zerotui.core.errors import RunError
     from zerotui.core.sweep.driver import open_study
+
+    if not paths.db.is_file():
+        return []
+    try:
+        return list(open_study(paths).get_trials(deepcopy=True))
+    except Exception as err:  # noqa: BLE001  (SQLAlchemy's and Optuna's errors: damaged, locked, foreign)
+        first = (str(err).splitlines() or [""])[0][:200]
+        raise RunError(f"sweep {paths.name}: cannot read its study {paths.db}: {err.__class__.__name__}: {first}",
+                       "if another program holds it, try again; if it is damaged, move the sweep folder aside "
+                       "(its trials' runs stay in the runs folder)") from None
+
+
+def summary(paths: Any) -> dict[str, Any]:
     from zerotui.core.sweep.folder import driver_alive, read_spec, read_status
 
     spec, status = read_spec(paths), read_status(paths)
     trials = []
     # A reader never creates the study (the start does): without study.db there are no trials to show.
-    for t in open_study(paths).get_trials(deepcopy=True) if paths.db.is_file() else []:
+    for t in _study_trials(paths):
         wall, life = t.user_attrs.get("wall_s"), _run_elapsed(spec["runs_dir"], t.user_attrs.get("run"))
         trials.append({"number": t.number, "state": t.state.name.lower(), "value": t.value,
                        "values": t.user_attrs.get("values") or t.params, "run": t.user_attrs.get("run"),

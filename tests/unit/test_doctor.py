@@ -277,3 +277,19 @@ def test_the_locked_memory_limit_is_reported():
     text = ("locked RAM   any amount (CAP_IPC_LOCK)" if memlock["ipc_lock"]
             else f"locked RAM   {format_bytes(hard)} (ulimit -l)")
     assert text in out
+
+
+def test_runs_or_cache_folder_that_is_a_file_is_reported(tmp_path):
+    """ZEROTUI_RUNS_DIR / ZEROTUI_CACHE_DIR pointing at a file: doctor said nothing while every run failed."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    env = {"ZEROTUI_RUNS_DIR": str(a_file / "runs"), "ZEROTUI_CACHE_DIR": str(a_file)}
+    report = collect(probe_software=False, hardware=Hardware(), env=env)
+    found = {p["id"]: p for p in report["pitfalls"]}
+    assert found["runs_dir_unusable"]["severity"] == "error" and not report["ok"]
+    assert "is not a folder" in found["runs_dir_unusable"]["message"]
+    assert "is a file" in found["cache_dir_unusable"]["message"]
+    assert "ZEROTUI_CACHE_DIR" in found["cache_dir_unusable"]["fix"]
+    ok = collect(probe_software=False, hardware=Hardware(), env={"ZEROTUI_RUNS_DIR": str(tmp_path / "new" / "runs"),
+                                                                "ZEROTUI_CACHE_DIR": str(tmp_path)})
+    assert not any(p["id"].endswith("_dir_unusable") for p in ok["pitfalls"])
