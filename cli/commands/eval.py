@@ -50,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
         from zerotui.core.infer.evaluate import eval_event, evaluate
         from zerotui.core.infer.weights import load_run_model
 
-        progress("loading the model", 0, 0)
-        rm = load_run_model(paths, args.checkpoint, doing="evaluate")
+        rm = load_run_model(paths, args.checkpoint, doing="evaluate",
+                            building=lambda: progress("loading the model", 0, 0))
         result = evaluate(rm, args.samples, progress)
     for note in rm.skipped:
         sys.stderr.write(f"zerotui eval: skipped {note}\n")

@@ -135,8 +135,7 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
             need = estimate_need(spec.params_total, dtype, max_shard_size, kind, plan.stage, fmt)
             room = check_room(need, out, force)
     # weights_only loads; a damaged newest checkpoint is skipped for the previous one (notes say why)
-    if not use_final:
-        say("reading the checkpoint")
+    # (no stage line before this: a refusal of the request, a missing or damaged checkpoint, stays one line)
     loaded = None if use_final else load_checkpoint(run_paths, checkpoint, lazy=True)
     if loaded is not None and notes is not None:
         notes += [f"skipped checkpoint {s}" for s in loaded.skipped]

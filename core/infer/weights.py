@@ -15,7 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from zerotui.core.errors import RunError
 from zerotui.core.export.checkpoint_load import Loaded, load_checkpoint
@@ -75,9 +75,12 @@ def weight_choices(paths: RunPaths) -> list[str]:
     return (["final"] if has_final(paths) else []) + done
 
 
-def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = "load") -> RunModel:
+def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = "load",
+                   building: Callable[[], None] | None = None) -> RunModel:
     """The model of ``paths`` ready for ``generate``: ``final/`` by default, else the newest complete
-    checkpoint that reads; ``checkpoint`` (a tag, a step, ``latest`` or ``final``) picks one."""
+    checkpoint that reads; ``checkpoint`` (a tag, a step, ``latest`` or ``final``) picks one. ``building``
+    is called once the weights to use are settled, before the model is built from them: a caller's
+    progress line comes after every refusal of the request, which stays one line."""
     from transformers.utils import logging as hf_logging
     from zerotui.core.plan.schema import load_plan
 
@@ -104,6 +107,8 @@ def load_run_model(paths: RunPaths, checkpoint: str | None = None, doing: str = 
                        "wait for its first checkpoint, `zerotui resume` it to write one, or give a run that "
                        "completed (`zerotui runs`)")
     final = paths.final if use_final else None
+    if building is not None:
+        building()
     if plan.uses_adapters():
         model = _adapted(plan, final, loaded)
     else:

@@ -45,7 +45,11 @@ def test_the_command_prints_progress_on_stderr(tmp_path, monkeypatch, capsys, ru
     paths = new_run_dir(tmp_path / "runs", "e")
     paths.plan.write_text(PLAN.to_yaml())
     write_status(paths, state="completed", step=5)
-    monkeypatch.setattr(weights, "load_run_model", lambda *_a, **_k: run_model)
+    def load_run_model(*_a, building=None, **_k):
+        building()  # the weights settled: the command's line comes now, never before a refusal
+        return run_model
+
+    monkeypatch.setattr(weights, "load_run_model", load_run_model)
     code, out, err = run(capsys, "eval", paths.name, "--runs-dir", str(paths.root.parent), "--samples", "3",
                          *(["--json"] if as_json else []))
     assert code == 0
