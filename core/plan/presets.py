@@ -104,13 +104,15 @@ def _summary(path: Path) -> tuple[str, str, str]:
         return desc, _reason(err, source), "invalid plan"
 
 
-def list_presets(include_hidden: bool = False) -> list[PresetInfo]:
+def list_presets(include_hidden: bool = False, read: bool = True) -> list[PresetInfo]:
     """Built-in presets, then the user's, each sorted by name; a file that cannot be used is listed with
     ``problem`` saying why.
 
     A name loads one file: a built-in name always means the built-in (save_preset refuses those names),
     and NAME.yaml comes before NAME.yml. Files a name does not reach are left out, unless
     ``include_hidden``: then each is listed after the one it loses to, with ``hidden_by`` naming that.
+    ``read=False`` leaves the files unread (no description, no problem): what a lookup by name needs,
+    without parsing and validating every preset there is.
     """
     out: list[PresetInfo] = []
     loads: dict[str, PresetInfo] = {}
@@ -119,7 +121,7 @@ def list_presets(include_hidden: bool = False) -> list[PresetInfo]:
             winner = loads.get(name)
             if winner is not None and not include_hidden:
                 continue
-            desc, problem, kind = _summary(path)
+            desc, problem, kind = _summary(path) if read else ("", "", "")
             if problem:
                 desc = f"({kind}: {problem})"
             out.append(PresetInfo(name, where, path, desc, problem, winner))
@@ -130,7 +132,7 @@ def list_presets(include_hidden: bool = False) -> list[PresetInfo]:
 def hidden_presets(name: str) -> list[PresetInfo]:
     """The files called ``name`` that ``load_preset(name)`` does not load (a user preset named like a
     built-in one), for a caller that says so when it loads that name."""
-    return [i for i in list_presets(include_hidden=True) if i.name == name and i.hidden_by is not None]
+    return [i for i in list_presets(include_hidden=True, read=False) if i.name == name and i.hidden_by is not None]
 
 
 def hidden_note(name: str) -> str:
@@ -176,7 +178,7 @@ def _read_preset(info: PresetInfo) -> Plan:
 
 def find_preset(name: str) -> PresetInfo:
     """The preset called ``name`` (built-in first), or PresetError listing the known ones."""
-    presets = list_presets()
+    presets = list_presets(read=False)
     for info in presets:
         if info.name == name:
             return info
@@ -193,7 +195,7 @@ def load_preset(name_or_path: str | Path) -> Plan:
     text = str(name_or_path)
     if not text.strip():
         raise PresetError("empty preset name", "give a preset name (`zerotui presets` lists them) or a .yaml path")
-    known = {i.name: i for i in list_presets()}
+    known = {i.name: i for i in list_presets(read=False)}
     # A bare name is a preset first: `zerotui export tiny-cpu-demo -o tiny-cpu-demo` makes a folder of that
     # name, and `zerotui train tiny-cpu-demo` from the same place must still mean the preset.
     if isinstance(name_or_path, Path) or _looks_like_path(text) or (text not in known and Path(text).exists()):
