@@ -1,8 +1,8 @@
 """Which run a short name stood for, said on stderr by the commands that act on a live run.
 
-``stop`` and ``attach`` take a fragment of a run's name; when it matches several runs and just one of
-them is live, that one is meant (``folder.resolve_run(..., prefer_live=True)``). The run is named before
-anything is done to it, on stderr, so --json's stdout stays one document.
+``stop``, ``attach`` and ``serve`` take a fragment of a run's name; when it matches several runs and
+just one of them is live, that one is meant (``folder.resolve_run(..., prefer_live=True)``). The run is
+named before anything is done to it, on stderr, so --json's stdout stays one document.
 """
 from __future__ import annotations
 

@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="skip importing torch and DeepSpeed (hardware and environment checks only; fast)")
     parser.add_argument("--no-disks", action="store_true", help="do not list mounted disks")
     parser.add_argument("--write-test", metavar="DIR",
-                        help="also measure sequential write speed in DIR (e.g. your --nvme-path)")
+                        help="also measure the sequential write speed of the drive under the folder DIR (a "
+                             "temporary file is written there, then removed), e.g. your --nvme-path")
     parser.add_argument("--write-size", metavar="SIZE", default="256MiB",
                         help="how much the write test writes (default 256MiB)")
     parser.add_argument("--build-ops", action="store_true",
@@ -73,14 +74,15 @@ def run(args: argparse.Namespace) -> int:
     if args.build_ops:
         return build_ops(as_json=args.json)
     from zerotui.core.doctor.report import collect, render_text
-    from zerotui.core.hardware.detect import detect, measure_write, parse_size
+    from zerotui.core.doctor.write_test import write_test
+    from zerotui.core.hardware.detect import detect, parse_size
 
     write_size = parse_size(args.write_size, "--write-size")
     if write_size <= 0:
         raise PlanError("--write-size: the write test needs at least one byte", "e.g. --write-size 256MiB")
     report = collect(probe_software=not args.no_software, hardware=detect(probe_disks=not args.no_disks))
     if args.write_test:
-        probe = measure_write(args.write_test, write_size)  # HardwareError -> one line, exit 2
+        probe = write_test(args.write_test, write_size)  # HardwareError -> one line, exit 2
         report["write_test"] = {"path": args.write_test, "bytes_per_s": probe.bytes_per_s, "direct": probe.direct,
                                 "size_bytes": probe.size_bytes, "seconds": probe.seconds}
     if args.json:

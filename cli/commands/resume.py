@@ -33,9 +33,12 @@ def run(args: argparse.Namespace) -> int:
     offset = events_end(paths)
     step = last_checkpoint_step(paths)
     paths = resume_run(paths, force=args.force, restart=args.restart, warn=print_warning)
-    if not args.json:
-        print(f"continuing from the checkpoint at step {step}" if step is not None
-              else "no complete checkpoint: the run starts again from step 0")
+    if not args.json and step is not None:
+        print(f"continuing from the checkpoint at step {step}")
+    elif not args.json and not args.foreground:
+        # In the foreground the worker's own line says it, once it has looked (a second wording here
+        # read as two events); detached, this is the only place it is said.
+        print("no complete checkpoint: the run starts again from step 0")
     if args.foreground and args.json:
         from zerotui.cli.foreground_json import follow_as_json
 

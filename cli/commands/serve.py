@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from zerotui.cli.run_choice import say_choice
     from zerotui.core.run.folder import require_intact, resolve_run
     from zerotui.tui.serve import make_server, new_token, served_command
 
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace) -> int:
         raise PlanError(f"--public-url {args.public_url!r}: not an http(s) address",
                         "give the address browsers use, e.g. --public-url https://gpu-box.example:8000")
     _check_address(args.host, args.port)  # before the URL is announced, not after it
-    paths = resolve_run(args.run, args.runs_dir, prefer_live=True)  # a clear line now, not in the browser
+    # a clear line now, not in the browser; a short name that stood for the one live run says so
+    paths = resolve_run(args.run, args.runs_dir, prefer_live=True, note=say_choice("serve"))
     require_intact(paths, "serve")
     token = new_token(args.host)
     command = served_command(str(paths.root), None, args.allow_control)

@@ -28,7 +28,7 @@ from zerotui.core.export import verify
 from zerotui.core.export.checkpoint_load import load_checkpoint
 from zerotui.core.export.final_check import final_problem
 from zerotui.core.export.merge_full import save_model, write_full
-from zerotui.core.export.merge_lora import merged_lora, torch_dtype_of
+from zerotui.core.export.merge_lora import merged_lora, require_base, torch_dtype_of
 from zerotui.core.export.room import check_room, estimate_need, free_disk
 from zerotui.core.train.checkpoint_files import write_error
 
@@ -108,6 +108,8 @@ def export_run(run_paths: Any, out_dir: Path | str, checkpoint: str | None = Non
         raise RunError(f"run {run_paths.name} has no final/ model and no complete checkpoint to merge",
                        "wait for its first checkpoint (every --save-interval steps or --save-minutes), "
                        "or `zerotui resume` it")
+    if plan.uses_adapters():
+        require_base(plan, run_paths)  # before its config is read, and long before the first stage line
     if use_final and not plan.uses_adapters() and not _readable_model(plan):
         # A full fine-tune's final/ is a whole model with its config: the base it started from may be gone.
         plan = plan.with_changes(model=str(final), model_config=None)

@@ -8,10 +8,11 @@ QLoRA's base is quantised as in training (compute dtype: the run's precision) an
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from zerotui.core.errors import RunError
+from zerotui.core.errors import ModelError, RunError
 from zerotui.core.export.checkpoint_load import Loaded
 
 
@@ -19,6 +20,47 @@ def torch_dtype_of(name: str) -> Any:
     import torch
 
     return {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[name]
+
+
+def require_base(plan: Any, run_paths: Any) -> None:
+    """ModelError unless the base the adapters fold into is a folder here that this user can read.
+
+    Users delete a base once trained. Found only when the base loaded, that refusal came after the
+    merge's first stage line (two lines for one refusal), and a folder gone altogether was called "not a
+    known architecture". A hub id (the cache's business) and the built-in tiny model (rebuilt on
+    demand) are left to the load."""
+    from zerotui.core.model.load import WEIGHT_PATTERNS, _local_folder
+    from zerotui.core.plan.schema import TINY_MODEL
+
+    folder = None if plan.model == TINY_MODEL else _local_folder(plan)
+    if folder is None:
+        return
+    merged = f"a {'QLoRA' if plan.method == 'qlora' else 'LoRA'} merge folds the run's adapters into it"
+    back = f"put the base model back at {folder}, or point `model:` in {run_paths.plan} at a copy of it"
+
+    def refuse(what: str, hint: str = back) -> NoReturn:
+        raise ModelError(f"run {run_paths.name}'s base model {what}", hint)
+
+    try:
+        os.stat(folder)
+    except (FileNotFoundError, NotADirectoryError):  # a link to nothing too
+        refuse(f"folder {folder} is gone ({merged})")
+    except OSError as err:  # a folder above it this user may not enter
+        refuse(f"folder {folder} cannot be reached ({err.strerror or err})", f"fix the permissions, or {back}")
+    if not folder.is_dir():
+        refuse(f"{folder} is not a folder ({merged})")
+    if not os.access(folder, os.R_OK | os.X_OK):
+        refuse(f"folder {folder} cannot be read by this user", f"fix its permissions, or {back}")
+    config = folder / "config.json"
+    if not config.is_file():
+        refuse(f"folder {folder} has no config.json")
+    weights = [w for pattern in WEIGHT_PATTERNS for w in folder.glob(pattern)]
+    if not weights:
+        refuse(f"folder {folder} has no weights (*.safetensors or *.bin)")
+    unreadable = sorted({p.name for p in [config, *weights] if not os.access(p, os.R_OK)})
+    if unreadable:
+        refuse(f"folder {folder}: this user cannot read {', '.join(unreadable[:3])}",
+               f"fix their permissions, or {back}")
 
 
 def _base_model(plan: Any, out_dtype: str) -> Any:

@@ -301,12 +301,13 @@ def _write_all(fd: int, buf: mmap.mmap, size: int, chunk: int) -> None:
 
 
 def measure_write(path: str | Path, size_bytes: int = 256 * MiB,
-                  clock: Callable[[], float] = time.perf_counter) -> WriteProbe:
+                  clock: Callable[[], float] = time.perf_counter, what: str = "NVMe path") -> WriteProbe:
     """Write ``size_bytes`` of random data to a temporary file under ``path`` and time it, then delete it.
 
     O_DIRECT bypasses the page cache so a 256 MiB test on a machine with 1 TB of RAM still measures the
     drive; filesystems that refuse it (tmpfs, some network and FUSE filesystems) get buffered writes and a
     final fsync. Random bytes, because ZFS and some SSD controllers compress zeros to nothing.
+    ``what`` names the folder in messages: the wizard's NVMe path, or doctor's folder under test.
     """
     target = Path(path).expanduser()
     size = max(4096, (int(size_bytes) + 4095) // 4096 * 4096)  # O_DIRECT wants block-aligned lengths
@@ -339,10 +340,10 @@ def measure_write(path: str | Path, size_bytes: int = 256 * MiB,
         raise OSError(errno.EINVAL, "no write mode worked")
     except OSError as err:
         if err.errno == errno.ENOSPC:
-            raise HardwareError(f"NVMe path {target} filled up during the write test",
+            raise HardwareError(f"{what} {target} filled up during the write test",
                                 "free some space there or choose another drive") from None
         if err.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            raise HardwareError(f"NVMe path {target} is not writable ({err.strerror})",
+            raise HardwareError(f"{what} {target} is not writable ({err.strerror})",
                                 "choose a folder you own on a read-write drive") from None
         raise HardwareError(f"the write test under {target} failed: {err.strerror or err}",
                             "check the drive (dmesg) or choose another folder") from None

@@ -293,3 +293,43 @@ def test_runs_or_cache_folder_that_is_a_file_is_reported(tmp_path):
     ok = collect(probe_software=False, hardware=Hardware(), env={"ZEROTUI_RUNS_DIR": str(tmp_path / "new" / "runs"),
                                                                 "ZEROTUI_CACHE_DIR": str(tmp_path)})
     assert not any(p["id"].endswith("_dir_unusable") for p in ok["pitfalls"])
+
+
+# -- --write-test: a test of a folder, said as one ---------------------------------------------------
+def _write_test(capsys, target, size="1MiB"):
+    from cli_capture import run
+
+    return run(capsys, "doctor", "--no-software", "--no-disks", "--write-test", str(target), "--write-size", size)
+
+
+def test_write_test_of_a_file_says_it_is_a_file(tmp_path, capsys):
+    a_file = tmp_path / "data.bin"
+    a_file.write_text("x")
+    code, out, err = _write_test(capsys, a_file)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{a_file} is a file, not a folder" in err and f"--write-test {tmp_path}" in err
+    assert "NVMe" not in err and a_file.read_text() == "x"
+
+
+def test_write_test_refusals_speak_of_the_folder(tmp_path, capsys, monkeypatch):
+    import errno
+
+    import zerotui.core.hardware.disks as disks
+
+    code, _, err = _write_test(capsys, tmp_path / "missing")
+    assert code == 2 and "the folder does not exist" in err and "NVMe" not in err
+    code, _, err = _write_test(capsys, tmp_path, "1000000TiB")
+    assert code == 2 and "free; the write test writes" in err and "NVMe" not in err
+
+    def full(fd, data):  # the drive fills during the test itself, after the folder was checked
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(disks.os, "write", full)
+    code, _, err = _write_test(capsys, tmp_path)
+    assert code == 2 and f"the folder {tmp_path} filled up during the write test" in err and "NVMe" not in err
+    assert list(tmp_path.iterdir()) == []  # nothing half-written left behind
+
+
+def test_write_test_of_a_folder_measures_it(tmp_path, capsys):
+    code, out, err = _write_test(capsys, tmp_path)
+    assert code in (0, 1) and "Write test: " in out and f" to {tmp_path} (" in out
+    assert list(tmp_path.iterdir()) == []

@@ -1,5 +1,5 @@
-"""A short name that matches several runs: `stop` and `attach` (which act on a live run) take the one live
-run among them and say so; `resume` (which acts on ended runs) and the others still refuse, naming every
+"""A short name that matches several runs: `stop`, `attach` and `serve` (which act on a live run) take the
+one live run among them and say so; `resume` (which acts on ended runs) and the others still refuse, naming every
 match with its state."""
 from __future__ import annotations
 
@@ -75,3 +75,37 @@ def test_resume_lists_the_candidates_with_their_states(runs, capsys):
     code, out, err = run(capsys, "resume", "demo", "--runs-dir", str(base))
     assert code == 2 and out == "" and err.count("\n") == 1
     assert all(f"{p.name} ({state})" in err for state, p in made.items())
+
+
+class _Server:
+    """What `serve` needs of textual-serve's server, without listening: the address, and a serve() that ends."""
+
+    public_url = "http://127.0.0.1:8000"
+    console = None
+    served: list[str] = []
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def serve(self) -> None:
+        _Server.served.append(self.command)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_serve_shows_the_live_match_and_says_which(runs, capsys, monkeypatch, as_json):
+    import zerotui.cli.commands.serve as serve
+    import zerotui.tui.serve as tui_serve
+
+    base, made = runs
+    live = made["running"]
+    _Server.served = []
+    monkeypatch.setattr(serve, "_check_address", lambda host, port: None)  # nothing listens in a test
+    monkeypatch.setattr(tui_serve, "make_server", lambda command, *_rest: _Server(command))
+    code, out, err = run(capsys, "serve", "demo", "--runs-dir", str(base), *(["--json"] if as_json else []))
+    assert code == 0
+    assert err.splitlines()[0] == f"zerotui serve: 'demo' matches 3 runs; {live.name} is the only live one: using it"
+    assert len(_Server.served) == 1 and str(live.root) in _Server.served[0]
+    if as_json:
+        assert json.loads(out)["run"] == live.name  # stdout stays one document
+    else:
+        assert f"zerotui serve: run {live.name} at " in out
