@@ -39,11 +39,12 @@ from zerotui.core.errors import ZeroTuiError
 from zerotui.core.plan.schema import Plan, load_plan
 from zerotui.core.run.deathwatch import DeathWatch
 from zerotui.core.run.notify import Notifier, notifier_for
-from zerotui.core.events.stream import EventWriter, read_end
+from zerotui.core.events.stream import EventWriter
 from zerotui.core.run.rank_records import SUPERVISOR_ENV, clear_records, describe_wait_status, proc_state, read_records
 from zerotui.core.run.settled import last_alert_note
 from zerotui.core.run.verdict import decide
-from zerotui.core.run.folder import RunPaths, read_status, write_final_status
+from zerotui.core.run.end_status import run_progress, write_end_status
+from zerotui.core.run.folder import RunPaths
 from zerotui.core.run.run_files import read_json_file
 
 POLL_S = 0.2
@@ -279,9 +280,10 @@ class Supervisor:
         gpu = wait_gpu_release([p for p in pids if p != os.getpid()])
         self._remove_swap(plan)
         r0 = records.get(0, {})
+        progress = run_progress(self.paths)
         step = r0.get("step")
-        if not isinstance(step, int):  # rank 0 said nothing (killed): the last step it reported
-            step = _last_step(self.paths)
+        if not isinstance(step, int):  # rank 0 said nothing (killed): where its step reports left the run
+            step = progress[0]
         world = r0.get("world_size") or len(records) or None
         try:  # a full disk must not end the supervisor in a traceback with the status left "running"
             with EventWriter(self.paths.events) as writer:
@@ -293,7 +295,9 @@ class Supervisor:
                 writer.emit("run_finished", state=state, reason=reason, step=step, rank=culprit,
                             world_size=world, pids=pids, gpu_release=gpu,
                             elapsed_s=round(time.time() - started, 1) if isinstance(started, (int, float)) else None)
-            write_final_status(self.paths, state, reason, step, culprit, pids, gpu_release=gpu)
+            # run_finished says where rank 0 ended; status.json shows step, loss and speed of one step
+            # report, as `zerotui runs` does (a mid-interval failure's step has no loss of its own).
+            write_end_status(self.paths, state, reason, culprit, pids, progress, gpu_release=gpu)
         except OSError as err:
             self._log(f"could not record the end in {self.paths.root} ({err.strerror or err}); run {state}: {reason}")
         self._log(f"run {state}: {reason}")
@@ -347,15 +351,6 @@ class Supervisor:
     def _log(self, message: str) -> None:
         sys.stderr.write(f"zerotui supervisor: {message}\n")
         sys.stderr.flush()
-
-
-def _last_step(paths: RunPaths) -> Optional[int]:
-    """The newest step in the events (or the heartbeat's, when the tail holds none)."""
-    for ev in reversed(read_end(paths.events, 256 << 10, tail=True)):
-        if ev.get("type") == "step" and isinstance(ev.get("step"), int):
-            return int(ev["step"])
-    step = read_status(paths).get("step")
-    return step if isinstance(step, int) else None
 
 
 def _kill(pid: int, sig: int) -> None:

@@ -18,8 +18,7 @@ other ranks (the DeepSpeed launcher starts one worker per GPU) only train and ob
 
 The supervisor (``run.supervisor``), whose child it always is, writes ``run_finished`` and the final
 status once every process of the run has exited — also when a worker was killed and could say nothing.
-``main`` refuses to run without one; rank 0 writes them only if that supervisor is gone (``orphan_end``).
-"""
+``main`` refuses to run without one; if that supervisor is gone, the last rank left writes them (``orphan_end``)."""
 from __future__ import annotations
 
 import argparse
@@ -366,7 +365,8 @@ class Worker:
             if self.writer is not None:
                 self._guard("closing events.jsonl", self.writer.close)
             self._guard("status", lambda: self._status("stopping", reason=reason))
-            self._guard("end", lambda: record_orphan_end(self.paths, self.supervisor, state, reason, self.tracker.step))
+        end = (self.paths, self.supervisor, state, reason, self.tracker.step)  # any rank may be the last one left
+        self._guard("end", lambda: record_orphan_end(*end, rank=self.rank))  # orphan_end.py decides who writes
         sys.stderr.write(f"zerotui worker: run {state}: {reason}\n")
         return 0 if state in ("completed", "stopped") else 1
 

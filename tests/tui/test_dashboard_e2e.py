@@ -43,6 +43,7 @@ async def test_launch_watch_detach_attach_and_stop(private_tmp):
                                                      save_interval=0, eval_fraction=0.0, save_final=False,
                                                      runs_dir=str(private_tmp / "runs"))
     paths = start_run(plan, hardware=detect(probe_disks=False))
+    group = _run_group(paths)
     try:
         app = ZeroTuiApp(attach=paths)
         async with app.run_test(size=(160, 48)) as pilot:
@@ -81,6 +82,69 @@ async def test_launch_watch_detach_attach_and_stop(private_tmp):
         assert done and done[-1]["state"] == "stopped"
         assert [e for e in read_all(paths.events) if e["type"] == "checkpoint"]  # graceful: checkpoint first
     finally:
-        pid = read_status(paths).get("pid")
-        if pid and pid_alive(pid):
+        _end_the_whole_run(paths, group)
+
+
+def _run_group(paths) -> int:
+    """The run's process group: ``start_run`` starts the supervisor in a session of its own, and the
+    worker (with any helper it starts) stays in it, so the group outlives a supervisor killed first."""
+    pid = read_status(paths)["pid"]
+    group = os.getpgid(pid)
+    assert group == pid != os.getpgrp()  # never this test's own group
+    return group
+
+
+def _group_members(group: int) -> list[int]:
+    import psutil
+
+    members = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getpgid(proc.pid) == group:
+                members.append(proc.pid)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    return members
+
+
+def _run_processes(paths, group: int) -> set[int]:
+    """Every process of the run still running: status.json's pids, their descendants, and the group's."""
+    import psutil
+
+    st = read_status(paths)
+    pids = {int(p) for p in [st.get("pid"), *(st.get("pids") or [])] if p}
+    for pid in list(pids):
+        try:
+            pids |= {c.pid for c in psutil.Process(pid).children(recursive=True)}
+        except psutil.Error:
+            pass
+    return {p for p in pids | set(_group_members(group)) if pid_alive(p)}
+
+
+def _end_the_whole_run(paths, group: int, grace_s: float = 60.0) -> None:
+    """Whatever the test's outcome, no process of the run outlives it. Killing the supervisor alone left
+    its worker training on (a worker whose supervisor is gone finishes the run itself, orphan_end.py):
+    the run is stopped as a user stops it (`zerotui stop --now`, through control.jsonl), then whatever is
+    left of it is killed."""
+    from zerotui.core.run.folder import send_control
+
+    if run_state(paths) in ("starting", "running", "paused", "stopping"):
+        send_control(paths, "stop-now", by="test cleanup")
+    deadline = time.monotonic() + grace_s
+    while _run_processes(paths, group) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _run_processes(paths, group)
+    for pid in left:
+        try:
             os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if left:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + 10
+    while _run_processes(paths, group) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _run_processes(paths, group), "processes of the run outlived the test"
