@@ -18,6 +18,12 @@ def show(paths: Any, as_json: bool) -> int:
     for t in s["trials"]:
         number, state, value, values, where = trial_cells(t)
         print(f"  {number:<4} {state:<9} {value:>10}  {values}  {where}")
+        for w in t.get("warnings") or ():  # the launch's warnings: otherwise only in the run's worker.log
+            print(f"       warning: {w}")
+    unfinished = any(t["state"] in ("running", "stopped") for t in s["trials"])
+    if s["state"] in ("stopped", "lost") and (unfinished or len(s["trials"]) < s["trials_wanted"]):
+        print(f"continue with `zerotui sweep --resume {s['sweep']}`"
+              + (" (its stopped trials resume from their newest checkpoint)" if s["stopped"] else ""))
     if s["preset"]:
         print(f"best plan saved as preset: {s['preset']}")
     if s["overhead_s_median"] is not None:

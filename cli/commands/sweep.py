@@ -6,6 +6,9 @@ normal run per trial (core/sweep/), in the background unless --foreground.
     zerotui sweep --show [SWEEP] [--json]     trials, their values and eval losses, the best so far
     zerotui sweep --resume SWEEP              start the driver again (after a crash or a reboot)
     zerotui sweep --stop SWEEP                stop the driver and its running trials gracefully
+
+Ctrl-C of a --foreground sweep stops it as --stop does (again: its trials stop at once, without a
+checkpoint; a third time: the CLI detaches).
 """
 from __future__ import annotations
 
@@ -55,9 +58,7 @@ def _start_driver(paths, foreground: bool, as_json: bool = False, started: dict 
     from zerotui.core.sweep.start import start_driver
 
     if foreground:
-        # --json: the driver's lines go to stderr (fd 2: a child process has no sys.stderr object)
-        code = subprocess.call([sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)],
-                               stdout=2 if as_json else None)
+        code = _foreground(paths, as_json)
         if as_json:
             from zerotui.core.sweep.report import summary
 
@@ -72,6 +73,45 @@ def _start_driver(paths, foreground: bool, as_json: bool = False, started: dict 
     print(f"  watch:  zerotui sweep --watch {paths.name}   (or --show; each trial is a run: zerotui runs)")
     print(f"  stop:   zerotui sweep --stop {paths.name}")
     return 0
+
+
+def _driver_argv(paths) -> list[str]:
+    return [sys.executable, "-m", "zerotui.core.sweep.driver", str(paths.root)]
+
+
+def _foreground(paths, as_json: bool) -> int:
+    """The driver as a child in a session of its own, so that Ctrl-C reaches it once, from here: the
+    terminal's SIGINT used to reach both, and subprocess.call then killed the driver (SIGKILL) a quarter
+    of a second later, its trial left training and "running" in the study. Ctrl-C (or a SIGTERM here, which
+    a process-group kill such as `timeout`'s used to deliver to the driver too): the driver stops its
+    trials with a checkpoint (passed on as the SIGTERM `--stop` sends: a driver still importing ends
+    without a traceback); again: at once; a third: detach, the sweep ending in the background. 130 when
+    interrupted."""
+    # --json: the driver's lines go to stderr (fd 2: a child process has no sys.stderr object)
+    proc = subprocess.Popen(_driver_argv(paths), stdout=2 if as_json else None, start_new_session=True)
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    interrupts = 0
+    try:
+        while True:
+            try:
+                code = proc.wait()
+                break
+            except KeyboardInterrupt:
+                interrupts += 1
+                if interrupts > 2:
+                    sys.stderr.write(f"\nzerotui: detached; sweep {paths.name} goes on stopping in the background "
+                                     f"(`zerotui sweep --show {paths.name}`)\n")
+                    return 130
+                try:
+                    os.kill(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if interrupts and code == -signal.SIGTERM:  # ended while still importing: it had started nothing
+        sys.stderr.write(f"zerotui: sweep {paths.name} stopped before its driver began; "
+                         f"`zerotui sweep --resume {paths.name}` starts it again\n")
+    return 130 if interrupts else code
 
 
 def _what_starts(paths, resumed: bool) -> dict:
@@ -102,7 +142,7 @@ def _check_machine(paths, asked: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from zerotui.core.sweep.folder import driver_alive, find_sweep, read_status
+    from zerotui.core.sweep.folder import driver_alive, find_sweep, read_status, study_exists
 
     runs_dir = _runs_dir(args)
     if args.show is not None:
@@ -117,19 +157,25 @@ def run(args: argparse.Namespace) -> int:
         paths = find_sweep(runs_dir, args.stop)
         if not driver_alive(paths):
             raise RunError(f"sweep {paths.name} is not running", f"`zerotui sweep --resume {paths.name}` starts it")
-        pid = int(read_status(paths)["pid"])
+        status = read_status(paths)
+        pid = int(status["pid"])
         os.kill(pid, signal.SIGTERM)
         if args.json:
             from zerotui.cli.json_result import print_json
 
             print_json({"sweep": paths.name, "path": str(paths.root), "pid": pid, "stopping": True})
             return 0
-        print(f"stopping sweep {paths.name}: its running trials save a checkpoint and stop")
+        if status.get("state") == "stopping":  # the driver's second stop is a stop at once
+            print(f"sweep {paths.name} was stopping already: its running trials now stop at once, without a "
+                  "checkpoint")
+        else:
+            print(f"stopping sweep {paths.name}: its running trials save a checkpoint and stop")
         return 0
     if args.resume:
         paths = find_sweep(runs_dir, args.resume)
         if driver_alive(paths):
             raise RunError(f"sweep {paths.name} is running already", f"`zerotui sweep --show {paths.name}`")
+        study_exists(paths)  # a folder in study.db's place: said here, not in driver.log
         _check_machine(paths, args.parallel)
         return _start_driver(paths, args.foreground, args.json, _what_starts(paths, resumed=True))
     from zerotui.core.sweep.start import prepare_sweep, runs_dir_for

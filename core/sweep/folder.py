@@ -133,17 +133,39 @@ def read_status(paths: SweepPaths) -> dict[str, Any]:
 
 
 def driver_alive(paths: SweepPaths) -> bool:
-    pid = read_status(paths).get("pid")
-    if not isinstance(pid, int) or pid <= 0:
+    """Whether the driver that wrote status.json still runs. Its pid alone is not enough: after a reboot or
+    a long time the number may belong to another process, which would make a dead sweep look alive (and
+    refuse `--resume`). The run code's check applies: a process started after the status's heartbeat is
+    not the one that wrote it (``live_pids``)."""
+    from zerotui.core.run.folder import live_pids
+
+    st = read_status(paths)
+    pid = st.get("pid")
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
         return False
+    beat = st.get("heartbeat")
+    return bool(live_pids({"pid": pid, "heartbeat": beat if isinstance(beat, (int, float)) else 0}))
+
+
+def study_exists(paths: SweepPaths) -> bool:
+    """Whether the sweep has its study.db yet; RunError when something other than a file holds its place:
+    SQLite would take a folder for no study at all (0 trials) and block on a FIFO. ``stat``, not an open:
+    closing a descriptor of a database this process has open would drop SQLite's locks on it."""
+    import stat
+
     try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
+        mode = os.stat(paths.db).st_mode
+    except FileNotFoundError:
         return False
-    try:  # a zombie (its parent has not waited) is not alive
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except OSError:
+    except OSError as err:
+        raise RunError(f"sweep {paths.name}: cannot read its study {paths.db} ({err.strerror or err})",
+                       "check the sweep folder's permissions") from None
+    if stat.S_ISREG(mode):
         return True
+    kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO, a device or a socket)"
+    raise RunError(f"sweep {paths.name}: its study {paths.db} is {kind}, not the SQLite file the sweep writes",
+                   f"move it aside; `zerotui sweep --resume {paths.name}` then starts the search anew in "
+                   "this folder (the trials already run stay in the runs folder)")
 
 
 def find_sweep(runs_dir: Path, name: Optional[str]) -> SweepPaths:

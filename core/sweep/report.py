@@ -24,18 +24,28 @@ def _run_elapsed(runs_dir: str, run: str | None) -> float | None:
 def _study_trials(paths: Any) -> list[Any]:
     """The study's trials; RunError naming study.db when it is not a database Optuna can read (a damaged
     or foreign file), instead of SQLAlchemy's traceback."""
-    from zerotui.core.errors import RunError
+    from zerotui.core.errors import RunError, ZeroTuiError
     from zerotui.core.sweep.driver import open_study
+    from zerotui.core.sweep.folder import study_exists
 
-    if not paths.db.is_file():
+    if not study_exists(paths):
         return []
     try:
         return list(open_study(paths).get_trials(deepcopy=True))
+    except ZeroTuiError:
+        raise
     except Exception as err:  # noqa: BLE001  (SQLAlchemy's and Optuna's errors: damaged, locked, foreign)
         first = (str(err).splitlines() or [""])[0][:200]
         raise RunError(f"sweep {paths.name}: cannot read its study {paths.db}: {err.__class__.__name__}: {first}",
                        "if another program holds it, try again; if it is damaged, move the sweep folder aside "
                        "(its trials' runs stay in the runs folder)") from None
+
+
+def _trial_state(t: Any) -> str:
+    """Optuna's state, but ``stopped`` for a trial a stopped sweep left RUNNING for `--resume` to resume
+    (the driver marks it: Optuna cannot reopen a finished trial, so RUNNING is what stays)."""
+    state = t.state.name.lower()
+    return "stopped" if state == "running" and t.user_attrs.get("interrupted") else state
 
 
 def summary(paths: Any) -> dict[str, Any]:
@@ -46,12 +56,12 @@ def summary(paths: Any) -> dict[str, Any]:
     # A reader never creates the study (the start does): without study.db there are no trials to show.
     for t in _study_trials(paths):
         wall, life = t.user_attrs.get("wall_s"), _run_elapsed(spec["runs_dir"], t.user_attrs.get("run"))
-        trials.append({"number": t.number, "state": t.state.name.lower(), "value": t.value,
+        trials.append({"number": t.number, "state": _trial_state(t), "value": t.value,
                        "values": t.user_attrs.get("values") or t.params, "run": t.user_attrs.get("run"),
                        "error": t.user_attrs.get("error"), "wall_s": wall, "run_s": life,
                        "overhead_s": round(wall - life, 1) if wall is not None and life is not None else None,
                        "evals": [[int(k), float(v)] for k, v in sorted(t.intermediate_values.items())],
-                       "slot": t.user_attrs.get("slot")})
+                       "slot": t.user_attrs.get("slot"), "warnings": t.user_attrs.get("warnings") or []})
     done = [t for t in trials if t["state"] == "complete"]
     best = min(done, key=lambda t: t["value"]) if done else None
     state = status.get("state") or "?"
@@ -59,11 +69,10 @@ def summary(paths: Any) -> dict[str, Any]:
         state = "lost"  # the driver died: `--resume` starts it again
     over = [t["overhead_s"] for t in trials if t["overhead_s"] is not None]
     return {"sweep": paths.name, "state": state, "trials_wanted": spec["trials"], "parallel": spec.get("parallel", 1),
-            "running": sum(t["state"] == "running" for t in trials), "trials": trials, "best": best,
+            "running": sum(t["state"] == "running" for t in trials),
+            "stopped": sum(t["state"] == "stopped" for t in trials), "trials": trials, "best": best,
             "preset": (status.get("best") or {}).get("preset"),
             "overhead_s_median": sorted(over)[len(over) // 2] if over else None}
-
-
 
 
 def trial_cells(t: dict[str, Any]) -> tuple[str, str, str, str, str]:
@@ -71,7 +80,7 @@ def trial_cells(t: dict[str, Any]) -> tuple[str, str, str, str, str]:
     shows its latest eval loss with its step (``5.91 @4``) and the slot it runs on."""
     if t.get("value") is not None:
         value = f"{t['value']:.4g}"
-    elif t["state"] == "running" and t.get("evals"):
+    elif t["state"] in ("running", "stopped") and t.get("evals"):
         value = f"{t['evals'][-1][1]:.4g} @{t['evals'][-1][0]}"
     else:
         value = "-"
@@ -83,7 +92,9 @@ def trial_cells(t: dict[str, Any]) -> tuple[str, str, str, str, str]:
 
 
 def progress(s: dict[str, Any]) -> str:
-    """``3 of 8 trials done, 2 running`` (the running part only while some are)."""
-    done = sum(t["state"] != "running" for t in s["trials"])
+    """``3 of 8 trials done, 2 running`` (the running part only while some are; likewise ``1 stopped``, a
+    trial a stop interrupted, which `--resume` resumes)."""
+    done = sum(t["state"] not in ("running", "stopped") for t in s["trials"])
     line = f"{done} of {s['trials_wanted']} trials done"
-    return line + (f", {s['running']} running" if s.get("running") else "")
+    line += f", {s['running']} running" if s.get("running") else ""
+    return line + (f", {s['stopped']} stopped" if s.get("stopped") else "")

@@ -55,6 +55,21 @@ def _number(text: str, what: str) -> float:
     return value
 
 
+def _forms(name: str, ann: Any) -> str:
+    """The values ``name`` takes on the command line, for a message about a missing one."""
+    from typing import Literal, get_args, get_origin
+
+    if ann in (int, float):
+        return f"a range {name}=LOW..HIGH or {name}=LOW..HIGH:log (log scale), or choices {name}=A,B,C"
+    known = ("true, false" if ann is bool else
+             ", ".join(map(str, get_args(ann))) if get_origin(ann) is Literal else "")
+    return f"choices {name}=A,B,C" + (f" (of: {known})" if known else "")
+
+
+def _missing(name: str, ann: Any, what: str) -> PlanError:
+    return PlanError(f"--space {name}: {what}; give {_forms(name, ann)}", HINT)
+
+
 def _field_type(name: str) -> Any:
     field = Plan.model_fields.get(name)
     if field is None or name in NOT_SEARCHABLE:
@@ -98,9 +113,15 @@ def parse_space(text: str, base: Plan) -> list[Param]:
             raise PlanError(f"--space: {name} is given twice", HINT)
         seen.add(name)
         ann = _field_type(name)
+        if values == [""]:  # `lr=`: a shell variable that was empty, or a value not yet typed
+            raise _missing(name, ann, f"no value after '{name}='")
+        if "" in values:
+            raise _missing(name, ann, f"an empty choice right after '{name}='")
         if len(values) == 1 and ".." in values[0]:
             rng, _, scale = values[0].partition(":")
             lo_s, _, hi_s = rng.partition("..")
+            if not lo_s.strip() or not hi_s.strip():
+                raise _missing(name, ann, f"the range {rng!r} lacks its {'LOW' if not lo_s.strip() else 'HIGH'} end")
             if scale not in ("", "log"):
                 raise PlanError(f"--space {name}: unknown scale {scale!r} (only :log)", HINT)
             if ann not in (int, float):

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from zerotui.core.errors import PlanError, RunError
+from zerotui.core.errors import PlanError, RunError, ZeroTuiError
 from zerotui.core.plan.schema import Plan
 from zerotui.core.sweep.folder import SweepPaths, new_sweep_dir, write_spec
 from zerotui.core.sweep.slots import detected_gpus, plan_slots
@@ -49,6 +49,8 @@ def start_driver(paths: SweepPaths) -> int:
     # right after the start) collide on the version row.
     try:
         open_study(paths)
+    except ZeroTuiError:
+        raise
     except Exception as err:  # noqa: BLE001  (SQLAlchemy's errors: a full disk, a locked or damaged file)
         raise RunError(f"cannot create the sweep's study in {paths.db}: {err.__class__.__name__}: {err}",
                        "check that the runs folder is writable and has free space, then start the sweep again"

@@ -36,6 +36,7 @@ class TrialRun:
     outcome: str | None = None    # the run's final state once it ended
     timed: bool = True               # False for a trial a previous driver asked: its start time is gone
     stepped: bool = False            # the run has trained a step: its start-up is behind it
+    told: set[str] = field(default_factory=set)  # the stop commands sent to the run
 
     def poll(self, log: Callable[[str], None]) -> bool:
         """Read what the run wrote since the last poll; True once the run has ended."""
@@ -74,10 +75,14 @@ class TrialRun:
             except ZeroTuiError as err:
                 log(f"trial {self.number}: could not stop run {self.run.name}: {err.one_line()}")
 
-    def stop(self) -> None:
-        """A graceful stop (checkpoint, then exit): the sweep itself is being stopped."""
+    def stop(self, command: str = "stop") -> None:
+        """The sweep itself is being stopped: ``stop`` (a checkpoint, then exit) or ``stop-now``. Each
+        command is sent once, however often the driver passes the stop on."""
+        if command in self.told:
+            return
+        self.told.add(command)
         try:
-            send_control(self.run, "stop", by="sweep")
+            send_control(self.run, command, by="sweep")
         except ZeroTuiError:
             pass
 

@@ -1,16 +1,20 @@
 """A sweep folder whose files were damaged or replaced: sweep.json or status.json a FIFO, a link to a
-device, the wrong types; study.db not a database. Each ends as one RunError line naming the file (or, for
-the advisory status, as no status) — never a hang, a memory blow-up or a traceback."""
+device, the wrong types; study.db not a database, a folder or a FIFO; status.json naming a pid that another
+process has since taken. Each ends as one RunError line naming the file (or, for the advisory status, as
+no status, or a dead driver) — never a hang, a memory blow-up, a traceback or a signal to a stranger."""
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from zerotui.core.errors import RunError
 from zerotui.core.plan.schema import Plan
-from zerotui.core.sweep.folder import SweepPaths, read_spec, read_status, write_spec
+from zerotui.core.sweep.folder import SweepPaths, driver_alive, read_spec, read_status, write_spec, write_status
 from zerotui.core.sweep.report import summary
 from zerotui.core.sweep.space import Param
 
@@ -78,6 +82,52 @@ def test_show_of_a_study_db_that_is_not_a_database_is_one_line(tmp_path):
     paths.db.write_bytes(b"garbage, not SQLite\n" * 10)
     with pytest.raises(RunError, match="cannot read its study"):
         summary(paths)
+
+
+def test_a_study_db_that_is_a_folder_is_one_line_naming_it_not_0_trials(tmp_path):
+    paths = _sweep(tmp_path)
+    paths.db.mkdir()
+    with pytest.raises(RunError) as err:
+        summary(paths)
+    assert err.value.exit_code == 2
+    assert f"its study {paths.db} is a folder" in err.value.message
+    assert f"`zerotui sweep --resume {paths.name}` then starts the search anew" in err.value.hint
+
+
+def test_a_study_db_that_is_a_fifo_is_refused_unopened(tmp_path, no_hang):
+    paths = _sweep(tmp_path)
+    os.mkfifo(paths.db)
+    with pytest.raises(RunError, match="not a regular file"):
+        summary(paths)
+
+
+def test_show_and_resume_of_a_study_db_folder_exit_2_in_one_line(tmp_path, zerotui_cli):
+    paths = _sweep(tmp_path)
+    paths.db.mkdir()
+    for option in ("--show", "--resume"):
+        r = zerotui_cli("sweep", option, str(paths.root))
+        assert r.returncode == 2 and r.stdout == "", (option, r.stdout, r.stderr)
+        assert len(r.stderr.splitlines()) == 1 and f"{paths.db} is a folder" in r.stderr, (option, r.stderr)
+    assert not paths.log.exists()  # no driver was started
+
+
+def test_a_pid_another_process_took_since_does_not_make_a_dead_sweep_alive(tmp_path, zerotui_cli):
+    """The driver died (a reboot, kill -9) and its number went to a later process: the sweep is not
+    running, `--resume` is not refused, and `--stop` does not signal that stranger."""
+    paths = _sweep(tmp_path)
+    stranger = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        write_status(paths, pid=stranger.pid, heartbeat=time.time() - 3600, state="running")
+        assert not driver_alive(paths)
+        assert summary(paths)["state"] == "lost"
+        r = zerotui_cli("sweep", "--stop", str(paths.root))
+        assert r.returncode == 2 and "is not running" in r.stderr, r.stderr
+        assert stranger.poll() is None
+        write_status(paths, pid=stranger.pid, heartbeat=time.time(), state="running")  # it wrote this one
+        assert driver_alive(paths)
+    finally:
+        stranger.kill()
+        stranger.wait()
 
 
 def test_good_spec_still_reads(tmp_path):
