@@ -20,10 +20,14 @@ def show(paths: Any, as_json: bool) -> int:
         print(f"  {number:<4} {state:<9} {value:>10}  {values}  {where}")
         for w in t.get("warnings") or ():  # the launch's warnings: otherwise only in the run's worker.log
             print(f"       warning: {w}")
-    unfinished = any(t["state"] in ("running", "stopped") for t in s["trials"])
-    if s["state"] in ("stopped", "lost") and (unfinished or len(s["trials"]) < s["trials_wanted"]):
+    unfinished = any(t["state"] in ("running", "stopped") or t.get("orphaned") for t in s["trials"])
+    # Trials whose driver is gone (kill -9, a reboot) wait for a driver whatever the sweep's last word was.
+    if (s["state"] in ("stopped", "lost") and (unfinished or len(s["trials"]) < s["trials_wanted"])) \
+            or s.get("orphaned"):
         print(f"continue with `zerotui sweep --resume {s['sweep']}`"
-              + (" (its stopped trials resume from their newest checkpoint)" if s["stopped"] else ""))
+              + (" (its stopped or lost trials resume from their newest checkpoint)"
+                 if s["stopped"] or any(t.get("orphaned") and t["state"] in ("stopped", "lost") for t in s["trials"])
+                 else ""))
     if s["preset"]:
         print(f"best plan saved as preset: {s['preset']}")
     if s["overhead_s_median"] is not None:

@@ -44,6 +44,8 @@ def budget_table(budget) -> str:
         if not parts and not total:
             continue
         verdict = "" if not cap else ("  fits" if total <= cap else "  DOES NOT FIT")
+        if dev == "nvme" and not cap and getattr(budget, "nvme_problem", ""):
+            verdict = "  room unknown (the NVMe path is not a folder here)"
         lines.append(f"{title:34} {format_bytes(total):>11}" + (f" of {format_bytes(cap)}" if cap else "") + verdict)
         for name, value in sorted(parts.items(), key=lambda kv: -kv[1]):
             lines.append(f"  {name:32} {format_bytes(value):>11}")
@@ -85,5 +87,9 @@ def run(args: argparse.Namespace) -> int:
               f"CPU {format_bytes(ds['cpu_bytes'])}")
     for w in budget.warnings:
         print(f"note: {w}")
-    print("fits this machine" if budget.fits else "does NOT fit: `zerotui fit` lists plans that do")
+    if budget.fits and getattr(budget, "nvme_problem", ""):
+        # the verdict leaves the NVMe room out: say so rather than a plain "fits"
+        print("fits this machine but for the NVMe room, which is unknown: its NVMe path is not a folder here")
+    else:
+        print("fits this machine" if budget.fits else "does NOT fit: `zerotui fit` lists plans that do")
     return 0 if budget.fits else EXIT_DOES_NOT_FIT

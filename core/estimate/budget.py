@@ -25,7 +25,7 @@ from zerotui.core.estimate.offload12 import POOL, POOL_LABEL
 from zerotui.core.estimate import gpu, host
 from zerotui.core.estimate.ds_estimators import deepspeed_estimate
 from zerotui.core.estimate.job import Job, job_for
-from zerotui.core.hardware.disks import disk_for_path, free_bytes_at
+from zerotui.core.hardware.disks import disk_for_path, free_bytes_at, not_a_folder_here
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.model.spec import ModelSpec, spec_for_plan
 from zerotui.core.sizes import format_bytes
@@ -50,6 +50,7 @@ class Budget:
     params_trainable: int = 0
     deepspeed_estimate: Optional[dict[str, Any]] = None
     locked_bytes: int = 0          # host RAM one rank page-locks for NVMe swap buffers (RLIMIT_MEMLOCK)
+    nvme_problem: str = ""         # why the NVMe room is unknown (nvme_path is a file here); "" when known
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -61,6 +62,7 @@ class Budget:
             "params_total": self.params_total, "params_trainable": self.params_trainable,
             "breakdown": self.breakdown, "warnings": list(self.warnings),
             "deepspeed_estimate": self.deepspeed_estimate, "locked_bytes": self.locked_bytes,
+            "nvme_problem": self.nvme_problem or None,
         }
 
     def summary(self, separator: str = ", ") -> str:
@@ -74,6 +76,10 @@ class Budget:
                 continue
             text = f"{label} {format_bytes(need)}" + (f" of {format_bytes(cap)}" if cap else "")
             text += " per GPU" if label == "GPU" else ""
+            unknown = label == "NVMe" and bool(self.nvme_problem) and not cap
+            if unknown:
+                parts.append((0, text + " (room unknown: the NVMe path is not a folder)"))
+                continue
             over = bool(cap) and need > cap
             parts.append((0 if over else 1, text + (" (too much)" if over else "")))
         return separator.join(t for _, t in sorted(parts, key=lambda p: p[0])) or "no capacity known"
@@ -117,17 +123,33 @@ def estimate(plan, hardware: Optional[Hardware] = None, spec: Optional[ModelSpec
     if job.on_gpu and plan.gpu_mem_cap:  # the run's allocator is capped to it (train/memory_cap.py)
         gpu_cap = min(gpu_cap, plan.gpu_mem_cap) if gpu_cap else plan.gpu_mem_cap
     cpu_cap = host_room(hw)
-    nvme_cap = _nvme_capacity(plan, hw) if plan.uses_nvme() else 0
+    nvme_cap, nvme_problem = _nvme_capacity(plan, hw) if plan.uses_nvme() else (0, "")
+    # An NVMe path that is a file here leaves the room unknown, not short: like host RAM without a figure,
+    # no check (estimate and export only warn of it: the plan may be for another machine; train refuses)
     fits = (not job.on_gpu or gpu_bytes <= gpu_cap) and (not cpu_cap or cpu_total <= cpu_cap) and \
-        (nvme_total == 0 or nvme_total <= nvme_cap)
+        (nvme_total == 0 or nvme_total <= nvme_cap or bool(nvme_problem and not nvme_cap))
     return Budget(
         gpu_bytes=gpu_bytes, gpu_allocated_bytes=int(peak.allocated) if job.on_gpu else 0, cpu_bytes=cpu_total,
         nvme_bytes=nvme_total, gpu_capacity=int(gpu_cap), cpu_capacity=cpu_cap, nvme_capacity=int(nvme_cap),
-        fits=bool(fits), breakdown=breakdown, warnings=_warnings(job, cpu_total, cpu_cap, in_ram),
+        fits=bool(fits), breakdown=breakdown,
+        warnings=_warnings(job, cpu_total, cpu_cap, in_ram) + _nvme_note(nvme_problem, nvme_cap),
         peak_phase=peak.phase, host_phase=host_phase, world_size=job.N,
         params_total=int(job.psi), params_trainable=int(job.psit),
         deepspeed_estimate=deepspeed_estimate(plan, spec, int(job.psi), job.n_local),
-        locked_bytes=host.locked_bytes(job))
+        locked_bytes=host.locked_bytes(job), nvme_problem=nvme_problem if not nvme_cap else "")
+
+
+def _nvme_note(problem: str, cap: int) -> list[str]:
+    """The budget's own word on an NVMe path that is not a folder here (estimate and export only warn: the
+    plan may be for another machine); the figure it used instead, when one was stated."""
+    if not problem:
+        return []
+    if cap:
+        return [f"the NVMe path {problem} here; the NVMe room is the stated or listed NVMe disk's, "
+                f"{format_bytes(cap)} free"]
+    return [f"NVMe room unknown: {problem}, so the free space of the disk holding it is not the room and "
+            "the verdict leaves NVMe out; give --nvme-path a folder, or state the room of the machine the plan "
+            "is for with --nvme-free"]
 
 
 #: Host RAM a run cannot have however free the machine looks: the kernel's own memory, page cache it cannot
@@ -203,16 +225,23 @@ def _warnings(job: Job, cpu_total: int, cpu_cap: int, nvme_in_ram: Optional[str]
     return out
 
 
-def _nvme_capacity(plan, hw: Hardware) -> int:
-    """Free bytes where the NVMe offload will write: the listed disk holding nvme_path; on this machine
-    when its disks were not listed (a launch skips that probe), the free space there, asked of the
-    filesystem; else the largest NVMe."""
-    if plan.nvme_path is not None:
+def _nvme_capacity(plan, hw: Hardware) -> tuple[int, str]:
+    """(free bytes where the NVMe offload will write, why that is unknown): the listed disk holding
+    nvme_path; on this machine when its disks were not listed (a launch skips that probe), the free space
+    there, asked of the filesystem (for a folder not made yet: at its nearest parent); else the largest
+    NVMe. A path that is a file here (or lies under one) has no room on this machine: the disk holding the
+    file is not where DeepSpeed could write. Detected hardware then has no figure (0, with the reason);
+    stated hardware (planning for another machine) keeps the stated or listed NVMe disk's."""
+    problem = not_a_folder_here(plan.nvme_path) if plan.nvme_path is not None else None
+    if problem is not None:
+        if hw.source == "detected":
+            return 0, problem
+    elif plan.nvme_path is not None:
         best = disk_for_path(plan.nvme_path, hw.disks)
         if best is not None:
-            return int(best.free_bytes)
+            return int(best.free_bytes), ""
         if hw.source == "detected":
             free = free_bytes_at(plan.nvme_path)
             if free is not None:
-                return free
-    return max((int(d.free_bytes) for d in hw.nvme_disks or []), default=0)
+                return free, ""
+    return max((int(d.free_bytes) for d in hw.nvme_disks or []), default=0), problem or ""

@@ -33,13 +33,22 @@ def require_base(plan: Any, run_paths: Any) -> None:
     from zerotui.core.plan.schema import TINY_MODEL
 
     folder = None if plan.model == TINY_MODEL else _local_folder(plan)
-    if folder is None:
-        return
+    guess = _path_like(plan.model, run_paths) if folder is None and plan.model != TINY_MODEL else None
+    if folder is None and guess is None:
+        return  # a hub id: the cache's business, and the load's wording
     merged = f"a {'QLoRA' if plan.method == 'qlora' else 'LoRA'} merge folds the run's adapters into it"
-    back = f"put the base model back at {folder}, or point `model:` in {run_paths.plan} at a copy of it"
+    back = f"put the base model back at {folder or guess}, or point `model:` in {run_paths.plan} at a copy of it"
 
     def refuse(what: str, hint: str = back) -> NoReturn:
         raise ModelError(f"run {run_paths.name}'s base model {what}", hint)
+
+    if folder is None:
+        # A relative name without ./ that is not here: the load would take it for a hub id
+        if os.path.lexists(guess):
+            refuse(f"folder {plan.model} is not in {Path.cwd()}, which the merge reads it from ({guess} is)",
+                   f"run the merge from {guess.parents[len(Path(plan.model).parts) - 1]}, or point `model:` "
+                   f"in {run_paths.plan} at {guess}")
+        refuse(f"folder {plan.model} is gone ({merged}; looked for at {guess})")
 
     try:
         os.stat(folder)
@@ -61,6 +70,38 @@ def require_base(plan: Any, run_paths: Any) -> None:
     if unreadable:
         refuse(f"folder {folder}: this user cannot read {', '.join(unreadable[:3])}",
                f"fix their permissions, or {back}")
+
+
+def _path_like(name: str, run_paths: Any) -> Path | None:
+    """Where a base named as a relative path without ./ ("models/tiny-base") would be, when that name is
+    a path rather than a Hugging Face hub id (which is exactly owner/name): the launch's record of it (it
+    freezes a folder it finds to its absolute path, core/run/start.py), a name of more than two parts, or
+    one whose first part is a folder here, beside the run's plan.yaml or beside its runs folder (where it
+    was likely planned). None for what reads as a hub id."""
+    parts = Path(name).parts
+    if len(parts) < 2 or Path(name).is_absolute() or name.startswith(("~", ".")):
+        return None
+    recorded = _launched_model(run_paths)
+    if recorded is not None and recorded.is_absolute() and recorded.parts[-len(parts):] == parts:
+        return recorded
+    here = Path.cwd()
+    if len(parts) > 2:
+        return here / name
+    for base in (here, run_paths.root, run_paths.root.parent.parent):
+        if (base / parts[0]).is_dir():
+            return base / name
+    return None
+
+
+def _launched_model(run_paths: Any) -> Path | None:
+    """The model the run's first ``run_started`` names (the plan as launched), when its head has one."""
+    from zerotui.core.events.stream import read_end
+
+    for ev in read_end(run_paths.events, 64 << 10, tail=False):
+        if ev.get("type") == "run_started":
+            model = (ev.get("plan") or {}).get("model") if isinstance(ev.get("plan"), dict) else None
+            return Path(model) if isinstance(model, str) and model else None
+    return None
 
 
 def _base_model(plan: Any, out_dtype: str) -> Any:

@@ -243,6 +243,27 @@ def free_bytes_at(path: str | Path) -> Optional[int]:
     return None
 
 
+def not_a_folder_here(path: str | Path) -> Optional[str]:
+    """Why ``path`` can never be a folder on this machine, from what is on disk alone (nothing is made or
+    written): a file (or a device, FIFO, socket) at it or at the nearest of its parents that exists
+    (mkdir's bare 'Not a directory' names neither). None when it is a folder, could be made as one, or
+    cannot be looked at (mkdir then says why). The free space of the disk holding such a file is no
+    folder's room; a launch refuses such a path (core/run/preflight.py), an estimate warns."""
+    shown = Path(path).expanduser()
+    here = Path(os.path.abspath(shown))
+    try:
+        for at in (here, *here.parents):
+            if at.exists():
+                if at.is_dir():
+                    return None
+                kind = "a file" if at.is_file() else "a special file (a device, FIFO or socket)"
+                return f"{shown} is {kind}, not a folder" if at == here else \
+                    f"{shown} lies under {at}, which is {kind}, not a folder"
+    except OSError:  # a parent we may not look into
+        return None
+    return None
+
+
 def allocated_bytes(path: str | Path) -> int:
     """Bytes allocated on disk under ``path`` (st_blocks: DeepSpeed's swap files may be sparse); links are
     not followed. The worker's NVMe telemetry and the removal of a run's swap folder both count this."""

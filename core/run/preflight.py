@@ -13,29 +13,16 @@ from typing import Any, Optional
 
 from zerotui.core.errors import HardwareError
 from zerotui.core.estimate.budget import Budget, estimate
+from zerotui.core.hardware.disks import not_a_folder_here
 from zerotui.core.hardware.types import Hardware
 from zerotui.core.plan.schema import Plan
 from zerotui.core.run.launcher import gpu_choice_problem, hostfile_problem
 
 
 def not_a_folder(folder: Path) -> Optional[str]:
-    """Why ``folder`` can never be a folder here, from what is on disk alone (nothing is made or written):
-    something other than a folder at its path, or under a file (mkdir's bare 'Not a directory' names
-    neither). None when it is a folder, could be made as one, or cannot be looked at (mkdir says why)."""
-    try:
-        if folder.exists() and not folder.is_dir():
-            return f"{folder} is {_kind(folder)}, not a folder"
-        for parent in folder.parents:  # the nearest that exists decides: everything above it is a folder
-            if parent.exists():
-                return None if parent.is_dir() else (f"{folder} lies under {parent}, which is {_kind(parent)}, "
-                                                     "not a folder")
-    except OSError:  # a parent we may not look into
-        return None
-    return None
-
-
-def _kind(path: Path) -> str:
-    return "a file" if path.is_file() else "a special file (a device, FIFO or socket)"
+    """Why ``folder`` can never be a folder here (core/hardware/disks.py's rule, shared with the estimate's
+    NVMe room); None when it is one or could be made as one."""
+    return not_a_folder_here(folder)
 
 
 def nvme_path_warning(plan: Plan) -> Optional[str]:
