@@ -74,3 +74,17 @@ async def until_read(app, pilot, settle_s: float = 0.2) -> None:
         if app.screen.summary is not None:
             break
     await pilot.pause(settle_s)
+
+
+def empty_sweep(tmp_path: Path, trials: int, max_steps: int) -> SweepPaths:
+    """A sweep folder of ``trials`` on lr and an empty study, as ``zerotui sweep`` writes it before its
+    driver starts (the driver tests run the driver itself on it)."""
+    from zerotui.core.sweep.driver import open_study
+
+    paths = SweepPaths(tmp_path / "runs" / "sweeps" / "s")
+    paths.root.mkdir(parents=True)
+    write_spec(paths, {"plan": Plan(name="s", max_steps=max_steps).to_dict(), "trials": trials, "parallel": 1,
+                       "runs_dir": str(tmp_path / "runs"), "seed": 0,
+                       "space": [Param("lr", 1e-5, 1e-3, log=True).to_dict()]})
+    open_study(paths)
+    return paths

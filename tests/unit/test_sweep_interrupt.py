@@ -12,12 +12,11 @@ import time
 
 import pytest
 from zerotui.core.events.stream import EventWriter
-from zerotui.core.plan.schema import Plan
 from zerotui.core.run.folder import RunPaths, new_run_dir, read_control, write_status
 from zerotui.core.sweep import driver as drv
-from zerotui.core.sweep.folder import SweepPaths, read_status, write_spec
+from zerotui.core.sweep.folder import SweepPaths, read_status
 from zerotui.core.sweep.report import progress, summary
-from zerotui.core.sweep.space import Param
+from sweep_fixture import empty_sweep
 
 
 @pytest.fixture(autouse=True)
@@ -30,13 +29,7 @@ def _keep_signals():
 
 
 def _sweep(tmp_path, trials: int = 3) -> SweepPaths:
-    paths = SweepPaths(tmp_path / "runs" / "sweeps" / "s")
-    paths.root.mkdir(parents=True)
-    write_spec(paths, {"plan": Plan(name="s", max_steps=8).to_dict(), "trials": trials, "parallel": 1,
-                       "runs_dir": str(tmp_path / "runs"), "seed": 0,
-                       "space": [Param("lr", 1e-5, 1e-3, log=True).to_dict()]})
-    drv.open_study(paths)
-    return paths
+    return empty_sweep(tmp_path, trials, max_steps=8)
 
 
 def _end(run: RunPaths, state: str, step: int, evals: dict[int, float]) -> None:

@@ -10,25 +10,18 @@ import time
 import optuna
 from zerotui.core.errors import PlanError
 from zerotui.core.events.stream import EventWriter
-from zerotui.core.plan.schema import Plan
 from zerotui.core.run.folder import RunPaths, new_run_dir, write_status
 from zerotui.core.sweep import driver as drv
-from zerotui.core.sweep.folder import SweepPaths, write_spec
+from zerotui.core.sweep.folder import SweepPaths
 from zerotui.core.sweep.report import summary
-from zerotui.core.sweep.space import Param
+from sweep_fixture import empty_sweep
 
 ROOM = "the 3 checkpoints kept need 9.1 GiB, but the runs folder has 4.0 GiB free (keep_checkpoints: 1 fits)"
 KEYS = "ds_overrides: DeepSpeed ignores the key 'zero_optimisation' (did you mean 'zero_optimization'?)"
 
 
 def _sweep(tmp_path, trials: int) -> SweepPaths:
-    paths = SweepPaths(tmp_path / "runs" / "sweeps" / "s")
-    paths.root.mkdir(parents=True)
-    write_spec(paths, {"plan": Plan(name="s", max_steps=4).to_dict(), "trials": trials, "parallel": 1,
-                       "runs_dir": str(tmp_path / "runs"), "seed": 0,
-                       "space": [Param("lr", 1e-5, 1e-3, log=True).to_dict()]})
-    drv.open_study(paths)
-    return paths
+    return empty_sweep(tmp_path, trials, max_steps=4)
 
 
 def _finish(run: RunPaths, loss: float) -> None:
