@@ -143,7 +143,7 @@ class ZeroTuiApp(RunNavigation):
     # -- the budget -------------------------------------------------------------------------------
     def schedule_estimate(self) -> None:
         first = self.state.first_error()
-        plan_error = f"{first[0]}: {first[1]}" if first else ""
+        plan_error = "" if not first else first[1] if first[1].startswith(first[0]) else f"{first[0]}: {first[1]}"
         self.budget_view = replace(self.budget_view, pending=True, plan_error=plan_error, error="")
         if self.hardware is None or first:
             return

@@ -16,6 +16,10 @@ PHRASES = (
      "start a new run in the wizard, with a higher Max steps on step 2"),
     ("(ignored with --max-steps)", "(ignored when Max steps is set)"),
     ("give --nvme-path a folder", "choose an NVMe folder (step 4)"),
+    ("give --nvme-path DIR", "choose an NVMe folder (step 4)"),
+    ("plan with --model-config config.json or", "choose a config.json under Config only, or"),
+    ("`zerotui estimate --model-config`", "Config only (a config.json)"),
+    ("add --trust-remote-code (trust_remote_code: true in a plan)", "turn on Remote code"),
 )
 #: Each plan flag core names, as the wizard labels its field.
 FLAGS = {
@@ -28,6 +32,13 @@ FLAGS = {
     "--gpus": "GPUs to use",
     "--stage": "ZeRO stage",
     "--precision": "Precision",
+    "--method": "Method",
+    "--offload-optimizer": "Optimizer offload",
+    "--offload-params": "Weight offload",
+    "--quant-bits": "Base weights",
+    "--model-config": "Config only",
+    "--attention": "Attention",
+    "--trust-remote-code": "Remote code",
 }
 _FLAG = re.compile("|".join(re.escape(f) for f in sorted(FLAGS, key=len, reverse=True)) + r"\b")
 

@@ -97,7 +97,9 @@ class RunHeader(Vertical):
             # only while a worker trains: a lost run's last rate promises an end that will not come
             eta = h.eta_s() if facts.state in LIVE_STATES else None
             eta_text = f"step {h.current_step or 0:,}/{h.total_steps:,}"
-            if eta is not None:
+            if eta is not None and facts.state == "paused":  # no end time: it moved on with the clock
+                eta_text += f"  {format_duration(eta)} to go once resumed"
+            elif eta is not None:
                 eta_text += f"  ETA {format_duration(eta)} ({format_clock(now + eta, now)})"
             elif facts.finished:
                 eta_text += f"  ran {format_duration(h.elapsed_s(now))}"

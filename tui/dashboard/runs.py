@@ -104,7 +104,9 @@ class RunsScreen(Screen):
         selected = self.selected.name if self.selected else None
         self.rows = message.rows
         now = self.clock()
+        scroll_x = table.scroll_x  # refilled every 2 s: the columns scrolled to (80 wide: started...) stay
         fill_table(table, COLUMNS, [self._cells(row, now) for row in self.rows], keys=[r.name for r in self.rows])
+        table.scroll_to(x=scroll_x, animate=False, immediate=True)
         if selected is not None and selected in [r.name for r in self.rows]:
             table.move_cursor(row=[r.name for r in self.rows].index(selected))
         self._show_detail()
@@ -147,7 +149,7 @@ class RunsScreen(Screen):
         elif row.state == "lost":
             detail.update(Text("The worker is gone without a final state. u resumes it from its last "
                                "checkpoint; Enter shows its history.", style="yellow"))
-        elif row.reason:
+        elif row.reason and not row.live:  # a resumed run's events still hold the stop it came back from
             detail.update(Text(f"{row.state}: {row.reason}", style="red" if row.state == "failed" else ""))
         else:
             detail.update("Enter opens the dashboard" + (" (live)." if row.live else " (read-only)."))

@@ -16,6 +16,7 @@ from textual.reactive import reactive
 from textual.widgets import Label, Static
 
 from zerotui.core.sizes import format_bytes as _format_bytes
+from zerotui.tui.common.tui_words import in_tui_words
 
 #: Above this share of capacity a bar turns amber: real runs differ from any estimate by several per
 #: cent (allocator fragmentation, CUDA context; docs/estimator.md), so 90 % is "tight".
@@ -139,10 +140,10 @@ class BudgetBar(Vertical):
             self.remove_class(cls)
         if view.plan_error:
             self.add_class("invalid")
-            status.update(Text(f"✗ INVALID  {view.plan_error}"))  # may quote a value typed
+            status.update(Text(f"✗ INVALID  {in_tui_words(view.plan_error)}"))  # may quote a value typed
         elif view.error:
             self.add_class("invalid")
-            status.update(Text(f"? UNKNOWN  {view.error}"))
+            status.update(Text(f"? UNKNOWN  {in_tui_words(view.error)}"))
         elif b is None:
             status.update("… estimating")
         elif b.fits:
@@ -163,10 +164,13 @@ class BudgetBar(Vertical):
     def _breakdown_table(b: Any) -> Table:
         gpu_peak = f" at its peak ({b.peak_phase})" if getattr(b, "peak_phase", "") else ""
         cpu_peak = f" ({b.host_phase})" if getattr(b, "host_phase", "") else ""
-        table = Table(box=None, pad_edge=False, show_edge=False, expand=False, caption_justify="left",
-                      caption=f"GPU: per GPU{gpu_peak}; CPU RAM: per machine{cpu_peak}")
-        table.add_column("part")
         devices = [d for d in ("gpu", "cpu", "nvme") if (b.breakdown or {}).get(d)]
+        # No GPU column (a CPU run): no "GPU: per GPU at its peak" under it either.
+        caption = "; ".join(([f"GPU: per GPU{gpu_peak}"] if "gpu" in devices else [])
+                            + [f"CPU RAM: per machine{cpu_peak}"])
+        table = Table(box=None, pad_edge=False, show_edge=False, expand=False, caption_justify="left",
+                      caption=caption)
+        table.add_column("part")
         for d in devices:
             table.add_column(d.upper() if d != "cpu" else "CPU RAM", justify="right")
         names: list[str] = []

@@ -90,6 +90,10 @@ class DataMethodScreen(StepScreen):
         hw = self.host.hardware
         gpus = hw.gpu_count if hw is not None else 0
         world = plan.world_size(gpus)
+        if any(f in self.state.errors for f in ("micro_batch", "grad_accum", "seq_len")):
+            # The last valid plan's numbers ("999 × 1" under a Micro-batch of 99999999) would contradict the box.
+            self.query_one("#global-batch", Static).update("")
+            return
         self.query_one("#global-batch", Static).update(
             f"= {plan.train_batch(gpus)} sequences per optimizer step "
             f"({plan.micro_batch} × {plan.grad_accum} × {world} {'GPUs' if gpus else 'process'}),"

@@ -147,7 +147,7 @@ class FieldRow(Vertical):
     def set_error(self, message: str) -> None:
         self.set_class(bool(message), "has-error")
         self.control.set_class(bool(message), "-invalid")
-        self.query_one(".field-error", Static).update(f"✗ {message}" if message else "")
+        self.query_one(".field-error", Static).update(f"✗ {in_tui_words(message)}" if message else "")
 
     def show_value(self, value: Any) -> None:
         """Put a Plan value into the control without posting a change (no feedback loop)."""

@@ -12,6 +12,7 @@ from textual.widgets import Button, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from zerotui.core.plan.schema import Plan
+from zerotui.tui.common.tui_words import in_tui_words
 from zerotui.tui.messages import FitReady
 
 
@@ -47,7 +48,7 @@ class FitScreen(ModalScreen[Optional[int]]):
             if self.result.error or not recs:
                 yield Label("Nothing fits this machine", classes="dialog-title")
                 reasons = [self.result.error] if self.result.error else (self.result.why_not or ["no reason given"])
-                yield Static("\n".join(f"• {r}" for r in reasons), id="fit-why", markup=False)
+                yield Static("\n".join(f"• {in_tui_words(r)}" for r in reasons), id="fit-why", markup=False)
                 with Horizontal(classes="dialog-buttons"):
                     yield Button("Close", id="fit-keep", variant="primary", compact=True)
                 return

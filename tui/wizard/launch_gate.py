@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from zerotui.core.hardware.types import Hardware
+from zerotui.tui.common.tui_words import in_tui_words
 from zerotui.tui.wizard.budget_bar import BudgetView, format_bytes
 from zerotui.tui.wizard.state import WizardState
 
@@ -30,7 +31,23 @@ def launch_blockers(state: WizardState, hardware: Optional[Hardware], view: Budg
             hard.append("the memory estimate is still running")
         elif not view.budget.fits:
             soft.append("does not fit: " + (over_capacity(view.budget) or "the estimate says so") + " (Fit: ctrl+g)")
-    return hard, soft
+        elif planning_only(state.plan):
+            hard.append(planning_only(state.plan))
+    # Core's messages name CLI flags (--offload-params); the review and its toasts name the fields.
+    return [in_tui_words(r) for r in hard], [in_tui_words(r) for r in soft]
+
+
+def planning_only(plan: Any) -> str:
+    """Why a plan on a built-in planning shape ('llama-2-7b') cannot be launched, or "". The review said
+    "Ready to launch" for one and the launch then failed: the shape has no weights to train."""
+    from zerotui.core.model.spec import known_models
+    from zerotui.core.plan.schema import TINY_MODEL
+    from zerotui.core.run.input_check import local_model_folder
+
+    if plan.model == TINY_MODEL or plan.model not in known_models() or local_model_folder(plan) is not None:
+        return ""
+    return (f"'{plan.model}' is a built-in shape for planning, with no weights to train: Save or Export (e) "
+            "the plan for a machine that has the model, or give a local model folder or a hub id on step 1")
 
 
 def over_capacity(budget: Any) -> str:

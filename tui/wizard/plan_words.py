@@ -29,7 +29,12 @@ def plan_in_words(plan: Plan, hw: Optional[Hardware], spec: Any = None) -> list[
     gpus = hw.gpu_count if hw is not None else 0
     world = plan.world_size(gpus)
     model = plan.model + (f" ({getattr(spec, 'arch', '')}, {_params(spec)} parameters)" if spec is not None else "")
-    if plan.uses_adapters():
+    if plan.method == "qlora":
+        # QLoRA was worded as plain LoRA: nothing on the review said the base is stored quantised.
+        base = f"4-bit {plan.quant_type.upper()}" if plan.quant_bits == 4 else "8-bit"
+        how = (f"QLoRA adapters (r={plan.lora_r}, alpha={plan.lora_alpha}) on {', '.join(plan.lora_targets)}; "
+               f"the base weights stay frozen, stored in {base}")
+    elif plan.uses_adapters():
         how = (f"LoRA adapters (r={plan.lora_r}, alpha={plan.lora_alpha}) on {', '.join(plan.lora_targets)}; "
                "the base weights stay frozen")
     else:

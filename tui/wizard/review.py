@@ -138,8 +138,10 @@ class ReviewScreen(StepScreen):
     def refresh_derived(self) -> None:
         app = self.host
         hw = app.hardware
-        words = plan_in_words(self.state.plan, hw, app.spec)
-        self.query_one("#review-words", Static).update("\n".join(f"• {w}" for w in words))
+        words = [f"• {w}" for w in plan_in_words(self.state.plan, hw, app.spec)]
+        if self.state.errors:  # the words are the last valid plan's: weight offload "none" beside a chosen cpu
+            words.insert(0, "(The last valid plan: an answer has an error, named below.)")
+        self.query_one("#review-words", Static).update("\n".join(words))
 
         warnings: list[str] = []
         budget = app.budget_view.budget

@@ -90,10 +90,15 @@ def _field_of(error: dict[str, Any]) -> str:
             if name in (attr, f.alias):
                 return attr
         return name
-    match = re.match(r"(?:Value error, )?(\w+)", error.get("msg", ""))
+    msg = error.get("msg", "")
+    match = re.match(r"(?:Value error, )?(\w+)", msg)
     if match and match.group(1) in Plan.model_fields:
         return match.group(1)
-    return "plan"
+    # "QLoRA keeps its quantised base on the GPU: offload_params must be none": the first field named,
+    # so a row is marked (as "plan", no row was, and only the budget bar said it, cut at 80 columns).
+    names = re.findall(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b", msg) + \
+        [flag.replace("-", "_") for flag in re.findall(r"--([a-z][a-z0-9-]*)", msg)]
+    return next((name for name in names if name in Plan.model_fields), "plan")
 
 
 def _message_of(error: dict[str, Any]) -> str:

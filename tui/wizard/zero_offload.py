@@ -53,12 +53,15 @@ GPU_MEM_CAP_HELP = ("Caps every rank's GPU allocator at this size (24GiB, 20G, 8
 NO_GPU_NONE = "none: in the training process's RAM"
 
 
-def offload_choices(field: str, stage: int, has_nvme_disk: bool, has_gpu: bool = True) -> list[tuple[str, str, str]]:
+def offload_choices(field: str, stage: int, has_nvme_disk: bool, has_gpu: bool = True,
+                    method: str = "full") -> list[tuple[str, str, str]]:
     out = []
     for value in ("none", "cpu", "nvme"):
         reason = ""
         if value != "none":
-            if field == "offload_params" and stage != 3:
+            if field == "offload_params" and method == "qlora":
+                reason = "not with QLoRA"  # its quantised base stays on the GPU (core/plan/schema.py)
+            elif field == "offload_params" and stage != 3:
                 reason = "stage 3 only"
             elif field == "offload_optimizer" and stage == 0:
                 reason = "needs stage 1, 2 or 3"
@@ -140,7 +143,8 @@ class ZeroOffloadScreen(StepScreen):
         nvme_disk = bool(hw.nvme_disks) if hw is not None else False
         has_gpu = hw is None or hw.gpu_count > 0
         for field in ("offload_optimizer", "offload_params"):
-            for (value, label, reason), button in zip(offload_choices(field, stage, nvme_disk, has_gpu),
+            for (value, label, reason), button in zip(offload_choices(field, stage, nvme_disk, has_gpu,
+                                                                      str(self.state.value("method"))),
                                                       self.query_one(f"#{control_id(field)}").query(Choice)):
                 button.disabled = bool(reason) and not button.value  # never trap the user on a chosen value
                 button.label = label + (f"  ({reason})" if reason else "")
