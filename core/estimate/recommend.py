@@ -158,8 +158,9 @@ def why_nothing_fits(plan, hardware: Optional[Hardware] = None, spec: Optional[M
     """Plain lines: what does not fit even in the leanest configuration, and what would."""
     hw = hardware if hardware is not None else Hardware()
     spec = spec if spec is not None else spec_for_plan(plan)
-    lean = plan.with_changes(stage=3, offload_optimizer="cpu", offload_params="cpu", micro_batch=1,
-                             grad_accum=plan.sequences_per_step(1), grad_ckpt=True)
+    qlora = plan.method == "qlora"  # its quantised base stays on the GPU: no parameter offload to lean on
+    lean = plan.with_changes(stage=3, offload_optimizer="cpu", offload_params="none" if qlora else "cpu",
+                             micro_batch=1, grad_accum=plan.sequences_per_step(1), grad_ckpt=True)
     b = estimate(lean, hw, spec)
     lines = [f"even the leanest plan ({_describe(lean)}) needs {b.summary()}"]
     if hw.gpu_count and b.gpu_bytes > b.gpu_capacity:
@@ -176,7 +177,10 @@ def why_nothing_fits(plan, hardware: Optional[Hardware] = None, spec: Optional[M
     if plan.seq_len >= 1024:
         tries.append((f"--seq-len {plan.seq_len // 2}", lean.with_changes(seq_len=plan.seq_len // 2)))
     nvme = _nvme_dir(plan, hw)
-    if nvme:
+    if nvme and qlora:
+        tries.append(("NVMe offload (--offload-optimizer nvme)",
+                      lean.with_changes(offload_optimizer="nvme", nvme_path=nvme)))
+    elif nvme:
         tries.append(("NVMe offload (--offload-optimizer nvme --offload-params nvme)",
                       lean.with_changes(offload_optimizer="nvme", offload_params="nvme", nvme_path=nvme)))
     for what, alt in tries:

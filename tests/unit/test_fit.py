@@ -120,6 +120,17 @@ def test_nothing_fits_says_what_would():
     assert why[0].startswith("even the leanest plan")
 
 
+def test_why_nothing_fits_a_qlora_plan_keeps_its_base_on_the_gpu():
+    """A QLoRA plan's leanest form cannot offload its quantised base (the plan refuses it): the reasons are
+    still given (a tmux review found `fit` exiting 2 on the plan's own refusal instead)."""
+    plan = Plan(model="llama-2-70b", method="qlora", stage=3, micro_batch=2, grad_accum=8, seq_len=1024,
+                grad_ckpt=True)
+    hw = box(24, ram_gib=64)
+    assert recommend(plan, hw) == []
+    lines = why_nothing_fits(plan, hw)
+    assert lines[0].startswith("even the leanest plan") and any(line.startswith("GPU:") for line in lines), lines
+
+
 def test_speed_model_orders_the_obvious_cases():
     spec = spec_for_plan(JOB)
     t = trainable_params(spec, JOB)
