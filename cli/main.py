@@ -77,6 +77,8 @@ def build_parser(only: Optional[str] = None) -> OneLineParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     parser.add_argument("--preset", metavar="NAME", help="open the wizard on the review of this preset")
+    parser.add_argument("--runs-dir", dest="top_runs_dir", metavar="DIR",
+                        help="the wizard's runs folder (as $ZEROTUI_RUNS_DIR; commands take their own --runs-dir)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=OneLineParser)
     for name, help_ in COMMANDS.items():
         p = sub.add_parser(name, help=help_, description=help_)
@@ -109,6 +111,17 @@ def _negative_values(argv: list[str]) -> list[str]:
     return out
 
 
+def _use_runs_dir(folder: str) -> None:
+    """``zerotui --runs-dir DIR``: the runs folder for whatever follows, through the variable every part
+    reads (core/paths.py), so the wizard, its dashboard and the runs it launches agree on it."""
+    from zerotui.core.errors import PlanError
+
+    path = os.path.abspath(os.path.expanduser(folder))
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise PlanError(f"--runs-dir {folder} is not a folder", "give a folder; it is made if missing")
+    os.environ["ZEROTUI_RUNS_DIR"] = path
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = _negative_values(list(sys.argv[1:] if argv is None else argv))
     from zerotui.cli.json_result import error_document, print_json, wants_json
@@ -136,6 +149,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
             print(f"zerotui {version('zerotui')}")
             return 0
+        if args.top_runs_dir:
+            _use_runs_dir(args.top_runs_dir)
         if args.command is None:
             from zerotui.tui.launch import run_wizard
 

@@ -69,16 +69,19 @@ def overview(summary: RunSummary) -> RunOverview:
     if launched is not None and (out.started is None or launched < out.started):
         out.started = launched
     tail = [e for e in read_end(paths.events, TAIL_BYTES, tail=True) if isinstance(e, dict)]
+    attempt_begun = False  # an end before the newest run_started is an earlier attempt's, not this one's
     for ev in reversed(tail):
         t = ev.get("t")
         if out.last_event is None and isinstance(t, (int, float)):
             out.last_event = float(t)
         type_ = ev.get("type")
-        if type_ == "run_finished" and not out.reason:
+        if type_ == "run_finished" and not out.reason and not attempt_begun:
             out.reason = str(ev.get("reason") or "")
-        elif type_ == "run_started" and out.total_steps is None:
-            total = ev.get("total_steps")
-            out.total_steps = int(total) if isinstance(total, (int, float)) else None
+        elif type_ == "run_started":
+            attempt_begun = True
+            if out.total_steps is None:
+                total = ev.get("total_steps")
+                out.total_steps = int(total) if isinstance(total, (int, float)) else None
     out.step, out.loss, out.tokens_per_s = latest_progress(paths, summary.status, tail)
     out.eval = latest_eval(paths)
     return out

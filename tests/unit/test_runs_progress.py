@@ -131,3 +131,22 @@ def test_an_eval_of_steps_a_restart_redid_is_not_shown_as_the_runs_eval(tmp_path
     got = rows(capsys, base)
     assert got[restarted.name]["eval_loss"] is None
     assert got[resumed.name]["eval_loss"] == 2.5
+
+
+def test_a_resumed_run_shows_no_reason_from_the_attempt_before(tmp_path):
+    """A run stopped, then resumed and training: the first attempt's run_finished ("stop requested") is
+    not this attempt's reason (the dashboard's runs list showed "running: stop requested by dashboard")."""
+    paths = new_run_dir(tmp_path, "resumed")
+    paths.plan.write_text("name: resumed\n")
+    with EventWriter(paths.events) as w:
+        started(w, 0)
+        step(w, 5, 6.6, 100.0)
+        w.emit("run_finished", state="stopped", reason="stop requested by dashboard", step=5)
+        started(w, 5)
+        step(w, 10, 6.0, 120.0)
+    write_status(paths, state="running", pid=999999999, pids=[], step=10, total_steps=100, loss=6.0)
+    assert overview(summarise(paths)).reason == ""
+
+    with EventWriter(paths.events) as w:  # the resumed attempt's own end is its reason
+        w.emit("run_finished", state="stopped", reason="stop requested by zerotui stop", step=10)
+    assert overview(summarise(paths)).reason == "stop requested by zerotui stop"
