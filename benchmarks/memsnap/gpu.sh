@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On the GPU machine: seed scenarios under PyTorch's allocator history (sitecustomize.py), then
 # summary.py on each worker's snapshot. Usage: [SNAP_NAME=memsnap-seed] bash benchmarks/memsnap/gpu.sh CAP SCENARIO...
-# (SNAP_NAME names the run's result file, so two caps in one device call keep both.)
+# (SNAP_NAME names the run's result file, so two caps in one device call keep both.) A cap above 80 GiB
+# needs an H200: pass needs_h200 to the device call, or an H100 may answer it (the harness then warns).
 # ZeRO-3 with the optimizer on the CPU (1b-full-ho4, 2026-12-05) failed its first step under the recording
 # (SystemError from an autograd Function's apply) and trained without it: memsnap-1b-ho4-2026-12-05.txt.
 set -uo pipefail

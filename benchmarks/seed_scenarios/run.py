@@ -269,6 +269,14 @@ def main() -> int:
                                "data_words": words, "data_rows": rows,
                                # collate leaves the Llama family's padding unmasked (core/data/tokenise.py)
                                "padding_masked": False}
+        card = _card_bytes()
+        if card:
+            out["card_bytes"] = card
+        if cap and card and cap > card:
+            # The device tool may answer a call for an H200 with an H100 (2026-12-07: fit80's plan meant to
+            # run uncapped measured the H100's limit instead): say so where the result is read.
+            print(f"warning: the cap {a.cap} is above this card's {card / 2**30:.1f} GiB: the card, not the "
+                  "cap, bounds the runs", flush=True)
         for name in a.scenario:
             shape = SCENARIOS[name][0]
             folder = models / f"llama-{shape}"
@@ -328,6 +336,15 @@ def _derive(row: dict[str, Any], shape: str, cap: int) -> None:
         row["mfu_measured_peak"] = round(row["tflops_per_gpu"] * 1e12 / PEAK_MEASURED, 3)
     # only a run that measured a peak can be said to have stayed under the cap (an OOM has no peak)
     row["fits_under_cap"] = bool(cap) and bool(row.get("measured_gpu_bytes")) and row["measured_gpu_bytes"] <= cap
+
+
+def _card_bytes() -> int:
+    try:
+        import torch
+
+        return int(torch.cuda.get_device_properties(0).total_memory) if torch.cuda.is_available() else 0
+    except Exception:  # noqa: BLE001 - a harness on a machine without CUDA records no card
+        return 0
 
 
 def _versions() -> dict[str, str]:
