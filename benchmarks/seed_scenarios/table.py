@@ -90,7 +90,10 @@ def rows(files: list[str]) -> list[dict]:
             # what the estimate predicts the run reaches: over its cap, the allocation and the CUDA context
             # alone, where the allocator hands its free pages back rather than grow past the cap
             # (benchmarks/estimator/margin_table.py, estimated)
-            cap = data.get("cap_bytes")
+            # the bound that applied: the cap, or the card where the cap was above it (card_bytes, recorded
+            # since 2026-12-07, when an H100 answered a call for an H200)
+            cap, card = data.get("cap_bytes"), data.get("card_bytes")
+            cap = card if cap and card and card < cap else cap
             context = b.breakdown["gpu"].get("CUDA context", 0)
             predicted = estimated(b.gpu_allocated_bytes, b.gpu_bytes - b.gpu_allocated_bytes - context, context,
                                   cap or float("inf"))

@@ -429,10 +429,11 @@ def test_no_seed_scenario_measured_above_its_estimate():
     # session) their estimate is the pool their allocator history says they would reach without a cap
     # (76.4 GiB, at least 77.8 in the history): +15.2% and +15.5% against the capped peak, held to +16%.
     # (On the H200 under a 135 GiB cap, 2026-12-07, `fit` picked another plan for the 3B, ZeRO-2 4 x 4: it
-    # did not meet its cap and is held like the rest.)
+    # did not meet its cap and is held like the rest. ho84's third run, thirty-seventh session, asked a 135 GiB
+    # cap of an 80 GB H100: the card bounded it, and it released as the capped runs did, to the MiB.)
     capped_release = [r for r in measured if r["scenario"] in ("3b-full-fit80", "3b-full-ho84")
                       and r["cap"] <= 80 * 2**30]
-    assert len(capped_release) == 2 and all(r["error"] <= 0.16 for r in capped_release), capped_release
+    assert len(capped_release) == 3 and all(r["error"] <= 0.16 for r in capped_release), capped_release
     rest = [r for r in measured if r not in held_out and r not in zero1 and r not in zero3_adapter
             and r not in capped_release]
     assert all(r["error"] <= 0.10 for r in rest), [(r["scenario"], r["error"]) for r in rest]
